@@ -1,0 +1,109 @@
+"""The common reference frame: the ANNY body model on the SOMA rig and SOMA topology.
+
+Fixed choice (documented in docs/architecture.md): `anny.Anny(rig="soma", topology="soma",
+facial_actions="all")`, 78 bones, 18,056 vertices, 36,108 triangles, Z up, metres. Forward
+kinematics and skinning are anny's own; this module only converts SOMA axis-angle poses into
+the 4x4 local transforms anny expects and batches the calls.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .records import FACIAL_ACTIONS, SOMA_BONES, BodyState
+
+RIG = "soma"
+TOPOLOGY = "soma"
+
+
+class BodyModelError(ValueError):
+    """A body state the model cannot evaluate (wrong sizes, unknown phenotype label, ...)."""
+
+
+def axis_angle_to_matrix(rotvec: torch.Tensor) -> torch.Tensor:
+    """Rodrigues' formula, batched: (..., 3) axis-angle -> (..., 3, 3) rotation."""
+    angle = torch.linalg.norm(rotvec, dim=-1, keepdim=True)
+    safe = torch.where(angle > 1e-12, angle, torch.ones_like(angle))
+    axis = rotvec / safe
+    x, y, z = axis.unbind(-1)
+    zero = torch.zeros_like(x)
+    k = torch.stack([zero, -z, y, z, zero, -x, -y, x, zero], dim=-1).reshape(*rotvec.shape[:-1], 3, 3)
+    eye = torch.eye(3, dtype=rotvec.dtype).expand_as(k)
+    s = torch.sin(angle)[..., None]
+    c = torch.cos(angle)[..., None]
+    rot = eye + s * k + (1 - c) * (k @ k)
+    return torch.where((angle > 1e-12)[..., None], rot, eye)
+
+
+class BodyModel:
+    """ANNY evaluated for batches of `BodyState`s; vertices come back as float64 numpy arrays."""
+
+    def __init__(self) -> None:
+        import anny  # heavy import, deferred until a body is needed
+
+        torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+        self._model = anny.Anny(rig=RIG, topology=TOPOLOGY, facial_actions="all")
+        self._model.eval()
+        self.bone_names: tuple[str, ...] = tuple(self._model.bone_labels)
+        self.action_names: tuple[str, ...] = tuple(self._model.facial_action_labels)
+        self.phenotype_names: tuple[str, ...] = tuple(self._model.phenotype_labels)
+        self.faces: np.ndarray = self._model.get_triangular_faces().cpu().numpy().astype(np.int64)
+        if len(self.bone_names) != SOMA_BONES or len(self.action_names) != FACIAL_ACTIONS:
+            raise BodyModelError(
+                f"anny returned {len(self.bone_names)} bones and {len(self.action_names)} facial actions;"
+                f" MaskScore expects {SOMA_BONES} and {FACIAL_ACTIONS}"
+            )
+        self.vertex_count = int(self._model.template_vertices.shape[0])
+        self._lock = threading.Lock()
+
+    def bone_index(self, name: str) -> int:
+        try:
+            return self.bone_names.index(name)
+        except ValueError:
+            raise BodyModelError(f"unknown SOMA bone {name!r}") from None
+
+    def action_index(self, name: str) -> int:
+        try:
+            return self.action_names.index(name)
+        except ValueError:
+            raise BodyModelError(f"unknown facial action {name!r}") from None
+
+    def _inputs(self, states: Sequence[BodyState]):
+        if not states:
+            raise BodyModelError("no body states given")
+        pose = torch.as_tensor(np.stack([s.pose for s in states]), dtype=torch.float64)
+        local = torch.zeros(len(states), SOMA_BONES, 4, 4, dtype=torch.float64)
+        local[:, :, :3, :3] = axis_angle_to_matrix(pose)
+        local[:, :, 3, 3] = 1.0
+        local[:, 0, :3, 3] = torch.as_tensor(np.stack([s.translation for s in states]), dtype=torch.float64)
+        phenotype = {}
+        for label in self.phenotype_names:
+            phenotype[label] = torch.tensor([float(s.phenotype.get(label, 0.5)) for s in states], dtype=torch.float64)
+        for state in states:
+            unknown = set(state.phenotype) - set(self.phenotype_names)
+            if unknown:
+                raise BodyModelError(f"unknown phenotype labels {sorted(unknown)}; known: {self.phenotype_names}")
+        actions = torch.as_tensor(np.stack([s.expression for s in states]), dtype=torch.float64)
+        return local, phenotype, actions
+
+    def forward(self, states: Sequence[BodyState]) -> dict[str, np.ndarray]:
+        """Vertices (B, V, 3) and world bone poses (B, 78, 4, 4) for each state."""
+        local, phenotype, actions = self._inputs(states)
+        with self._lock, torch.no_grad():
+            out = self._model(pose_parameters=local, phenotype_kwargs=phenotype, facial_actions=actions)
+        return {"vertices": out["vertices"].cpu().numpy(), "bone_poses": out["bone_poses"].cpu().numpy()}
+
+    def vertices(self, states: Sequence[BodyState]) -> np.ndarray:
+        return self.forward(states)["vertices"]
+
+
+@functools.cache
+def get_body_model() -> BodyModel:
+    """One ANNY model per process (building it costs ~0.5 s once the anny cache exists)."""
+    return BodyModel()

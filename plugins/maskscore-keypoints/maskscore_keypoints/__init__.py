@@ -1,0 +1,11 @@
+"""MaskScore's keypoints modality plugin."""
+
+from maskscore_core import hookimpl
+from maskscore_core.records import PluginInfo
+
+MODALITY = "keypoints"
+
+
+@hookimpl
+def plugin_info():
+    return PluginInfo(kind="modality", provides=(MODALITY,))

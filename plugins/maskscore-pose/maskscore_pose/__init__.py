@@ -1,0 +1,11 @@
+"""MaskScore's pose modality plugin."""
+
+from maskscore_core import hookimpl
+from maskscore_core.records import PluginInfo
+
+MODALITY = "pose"
+
+
+@hookimpl
+def plugin_info():
+    return PluginInfo(kind="modality", provides=(MODALITY,))
