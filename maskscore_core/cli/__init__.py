@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
-from .plugins_command import list_plugins_command
+# (module, attribute) of each subcommand, in the order `maskscore --help` lists them.
+SUBCOMMANDS = (
+    ("plugins_command", "list_plugins_command"),
+    ("score_command", "score_command"),
+    ("weights_command", "fetch_weights_command"),
+    ("build_command", "build_command"),
+    ("eval_command", "eval_command"),
+    ("show_command", "show_command"),
+    ("demo_command", "demo_command"),
+)
 
 
 @click.group()
@@ -13,4 +24,5 @@ def main() -> None:
     """MaskScore: self-supervised multimodal edit scoring through the ANNY mesh."""
 
 
-main.add_command(list_plugins_command)
+for _module, _attribute in SUBCOMMANDS:
+    main.add_command(getattr(importlib.import_module(f"{__name__}.{_module}"), _attribute))
