@@ -44,6 +44,7 @@ class NoPluginError(LookupError):
 class LoadFailure:
     name: str
     distribution: str
+    version: str
     error: str
 
 
@@ -99,7 +100,7 @@ def _register(pm: pluggy.PluginManager, load, name: str, dist: str, version: str
         message = f"{type(err).__name__}: {err}"
         if _strict():
             raise PluginLoadError(f"plugin {name!r} from {dist} {version} failed to load: {message}") from err
-        _failures.append(LoadFailure(name=name, distribution=dist, error=message))
+        _failures.append(LoadFailure(name=name, distribution=dist, version=version, error=message))
         if os.environ.get("MASKSCORE_DEBUG_PLUGINS"):
             traceback.print_exc()
 
@@ -164,7 +165,7 @@ def list_plugins() -> list[PluginRecord]:
         info = plugin.plugin_info() if hasattr(plugin, "plugin_info") else PluginInfo("modality", ())
         records.append(PluginRecord(name, dist, version, info.kind, tuple(info.provides), hooks))
     for failure in _failures:
-        records.append(PluginRecord(failure.name, failure.distribution, "?", "?", (), (), failure.error))
+        records.append(PluginRecord(failure.name, failure.distribution, failure.version, "?", (), (), failure.error))
     return sorted(records, key=lambda r: (r.name, r.distribution))
 
 

@@ -63,6 +63,9 @@ ACTIVE_FACE_PARTS: tuple[str, ...] = (
 # Part group of task types can be built.
 ACCESSORY_PARTS: tuple[str, ...] = ("headwear", "earwear", "eyewear", "neckwear")
 
+# Seed 000 announces "13 task types" but its table lists 14 names (3 + 4 + 3 + 4; EditScore's own
+# groups hold 3 + 4 + 2 + 4 = 13). We keep every name the table gives rather than guess which one
+# to drop; docs/architecture.md records the discrepancy.
 TASK_GROUPS: dict[str, tuple[str, ...]] = {
     "part": ("part_add", "part_remove", "part_replace"),
     "surface": ("expression_change", "surface_edit", "lighting_change", "skin_tone"),
