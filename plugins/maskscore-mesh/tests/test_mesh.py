@@ -1,0 +1,93 @@
+"""The mesh modality: encode/decode, .glb files, reward rows, bad input, the ladder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from maskscore_core import plugins, schemas
+from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.reference_mesh import get_reference_mesh
+
+MODALITY = "mesh"
+
+
+def _state(**actions) -> BodyState:
+    from maskscore_core.body import get_body_model
+
+    expression = np.zeros(52)
+    for name, value in actions.items():
+        expression[get_body_model().action_index(name)] = value
+    return BodyState(phenotype={"age": 0.4}, expression=expression)
+
+
+def _instance() -> EditInstance:
+    subject = Subject("s1", {"age": 0.4})
+    return EditInstance(
+        key="unit-0001",
+        instruction=EditInstruction("edit the mouth to match frame B", "mouth", "expression_change", MODALITY),
+        a=Target("a", subject, (_state(),)),
+        b=Target("b", subject, (_state(jawOpen=0.8),)),
+    )
+
+
+def test_plugin_is_listed_alone():
+    records = {r.name: r for r in plugins.list_plugins() if r.error is None}
+    assert records[MODALITY].distribution == "maskscore-mesh"
+    assert records[MODALITY].provides == (MODALITY,)
+    assert plugins.providers("modality") == {MODALITY: MODALITY}
+
+
+def test_encode_decode_is_the_reference_mesh(ctx):
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=ctx)
+    expected = get_reference_mesh().vertices([instance.b.state])[0]
+    np.testing.assert_array_equal(decoded.vertices, expected)
+    ref_a = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="a", ctx=ctx)
+    assert not np.allclose(ref_a.vertices, decoded.vertices)  # the jaw opened
+
+
+def test_glb_round_trip_is_deterministic(ctx, tmp_path):
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name="b", ctx=ctx)
+    assert value == "assets/b.glb"
+    first = (tmp_path / value).read_bytes()
+    plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name="b2", ctx=ctx)
+    assert (tmp_path / "assets/b2.glb").read_bytes() == first
+    back = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+    np.testing.assert_allclose(back.data, asset.data, atol=1e-6)  # glTF stores float32
+
+
+def test_missing_and_corrupt_files_are_named(ctx, tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        plugins.call("read_asset", MODALITY, modality=MODALITY, value="nope.glb", root=tmp_path, ctx=ctx)
+    (tmp_path / "bad.glb").write_bytes(b"glTF not really")
+    with pytest.raises(ValueError, match="cannot be read as glTF"):
+        plugins.call("read_asset", MODALITY, modality=MODALITY, value="bad.glb", root=tmp_path, ctx=ctx)
+
+
+def test_wrong_topology_file_is_rejected(ctx, tmp_path):
+    import trimesh
+
+    trimesh.creation.box().export(tmp_path / "box.glb")
+    with pytest.raises(ValueError, match="reference topology"):
+        plugins.call("read_asset", MODALITY, modality=MODALITY, value="box.glb", root=tmp_path, ctx=ctx)
+
+
+def test_nan_and_wrong_size_vertices_are_rejected(ctx):
+    instance = _instance()
+    good = get_reference_mesh().vertices([instance.a.state])[0]
+    bad = good.copy()
+    bad[7] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, bad), instance=instance, ctx=ctx)
+    with pytest.raises(ValueError, match="vertices"):
+        plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, good[:100]), instance=instance, ctx=ctx)
+    with pytest.raises(ValueError, match="'a' or 'b'"):
+        plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="c", ctx=ctx)
+
+
+def test_other_modalities_are_not_answered(ctx):
+    assert plugins.get_plugin_manager().hook.encode(modality="speech", target=_instance().a, ctx=ctx) is None
