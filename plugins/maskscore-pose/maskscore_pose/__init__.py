@@ -1,11 +1,61 @@
-"""MaskScore's pose modality plugin."""
+"""MaskScore's pose modality plugin: SOMA bones [78x3] + t[3], decoded by FK + skinning."""
 
 from maskscore_core import hookimpl
-from maskscore_core.records import PluginInfo
+from maskscore_core.records import Asset, PluginInfo
 
-MODALITY = "pose"
+from . import representation, table
+
+MODALITY = representation.MODALITY
 
 
 @hookimpl
 def plugin_info():
     return PluginInfo(kind="modality", provides=(MODALITY,))
+
+
+@hookimpl
+def encode(modality, target, ctx):
+    if modality == MODALITY:
+        return representation.encode(target)
+
+
+@hookimpl
+def decode_to_mesh(asset, instance, ctx):
+    if asset.modality == MODALITY:
+        return representation.decode(asset, instance)
+
+
+@hookimpl
+def decode_reference(modality, instance, which, ctx):
+    if modality == MODALITY:
+        return representation.decode(representation.encode(_frame(instance, which)), instance)
+
+
+@hookimpl
+def mask_part(modality, part, ctx):
+    if modality == MODALITY:
+        return representation.mask(part)
+
+
+@hookimpl
+def write_asset(asset, directory, name, ctx):
+    if asset.modality == MODALITY:
+        return representation.to_column(asset.data)
+
+
+@hookimpl
+def read_asset(modality, value, root, ctx):
+    if modality == MODALITY:
+        return Asset(modality=MODALITY, data=representation.check(value, what="pose column value"))
+
+
+@hookimpl
+def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
+    if modality == MODALITY:
+        return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+
+
+def _frame(instance, which):
+    if which not in ("a", "b"):
+        raise ValueError(f"reference frame must be 'a' or 'b', got {which!r}")
+    return instance.a if which == "a" else instance.b

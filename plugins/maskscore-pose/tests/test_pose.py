@@ -1,0 +1,79 @@
+"""The pose modality: bones in, FK + skinning on frame A's body out; rows, bad input, the ladder."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from maskscore_core import plugins
+from maskscore_core.body import get_body_model
+from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.reference_mesh import get_reference_mesh
+
+MODALITY = "pose"
+
+
+def _state(jaw: float = 0.0, jaw_open: float = 0.0) -> BodyState:
+    body = get_body_model()
+    pose = np.zeros((78, 3))
+    pose[body.bone_index("Jaw")] = [jaw, 0.0, 0.0]
+    expression = np.zeros(52)
+    expression[body.action_index("jawOpen")] = jaw_open
+    return BodyState(phenotype={"age": 0.4}, pose=pose, translation=[0.0, 0.01, 0.0], expression=expression)
+
+
+def _instance(b: BodyState) -> EditInstance:
+    subject = Subject("s1", {"age": 0.4})
+    return EditInstance(
+        key="unit-0001",
+        instruction=EditInstruction("repose the mouth to frame B's expression", "mouth", "pose_change", MODALITY),
+        a=Target("a", subject, (_state(),)),
+        b=Target("b", subject, (b,)),
+    )
+
+
+def test_plugin_is_listed_alone():
+    records = {r.name: r for r in plugins.list_plugins() if r.error is None}
+    assert records[MODALITY].distribution == "maskscore-pose"
+    assert plugins.providers("modality") == {MODALITY: MODALITY}
+
+
+def test_pose_vector_layout_and_round_trip(ctx, tmp_path):
+    instance = _instance(_state(jaw=0.3))
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path, name="b", ctx=ctx)
+    assert len(value) == 78 * 3 + 3 and all(type(v) is float for v in value)
+    assert value == instance.b.state.pose_vector()
+    back = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+    np.testing.assert_array_equal(back.data, np.asarray(value))
+
+
+def test_decode_is_fk_and_skinning_on_frame_a(ctx):
+    instance = _instance(_state(jaw=0.3, jaw_open=0.7))
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=ctx)
+    # Bones from B, facial actions from A: the pose carries bones only.
+    expected_state = attrs.evolve(instance.b.state, expression=instance.a.state.expression)
+    np.testing.assert_allclose(decoded.vertices, get_reference_mesh().vertices([expected_state])[0])
+    ref_b = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="b", ctx=ctx)
+    np.testing.assert_array_equal(ref_b.vertices, decoded.vertices)
+    ref_a = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="a", ctx=ctx)
+    moved = np.linalg.norm(ref_a.vertices - decoded.vertices, axis=1)
+    assert moved.max() > 0.005  # the jaw bone moved the chin by millimetres at least
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ([0.0] * 10, "expected 237 floats"),
+        ([0.0] * 236 + [float("nan")], "NaN or infinite"),
+        (["x"] * 237, "not a list of numbers"),
+    ],
+)
+def test_bad_pose_values_are_named(ctx, tmp_path, value, message):
+    with pytest.raises(ValueError, match=message):
+        plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+    instance = _instance(_state())
+    with pytest.raises(ValueError, match=message):
+        plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, value), instance=instance, ctx=ctx)
