@@ -1,0 +1,277 @@
+"""The metric's renderer: one Mitsuba 3 scene of the reference mesh, all views in one launch.
+
+Why this shape: scoring renders thousands of meshes that share one topology, so the scene (and
+Mitsuba's compiled kernel) is built once per process and view config; a candidate only swaps
+the vertex positions in through `mi.traverse`. A `batch` sensor holds one perspective sensor per
+view, and the `aov` integrator returns, per pixel:
+
+- depth: Mitsuba's `depth` AOV, the distance along the camera ray to the hit (metres), 0 on
+  background;
+- normals: Mitsuba's `sh_normal` AOV, the world-space shading normal, interpolated from
+  per-vertex normals that Mitsuba recomputes whenever the vertex positions change; (0,0,0) on
+  background;
+- face_id: Mitsuba's `prim_index`, the index of the hit triangle in the reference mesh's faces.
+  Background also reads 0, so `coverage` (a hit: depth > 0) tells it apart, and face_id is -1
+  wherever coverage is False.
+
+A box pixel filter and one sample per pixel through the pixel centre (non-jittered stratified
+sampler) make every pixel a single ray: no blending of silhouettes with the background, and
+the same mesh gives byte-identical renders.
+
+Variant: `cuda_ad_rgb` when a CUDA GPU is visible, else `llvm_ad_rgb` when an LLVM >= 16 library
+is found (drjit 1.5's code does not compile with LLVM 14/15), else `scalar_rgb` with a warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import threading
+import warnings
+
+import attrs
+import numpy as np
+
+from .views import CameraPose, ViewConfig, camera_poses, pixel_ray_directions
+
+LLVM_SEARCH_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/local/lib", "/usr/lib64")
+MIN_LLVM_MAJOR = 16
+
+BACKGROUND_RGB = np.array([40, 40, 48], dtype=np.uint8)
+LIGHT_DIRECTION = np.array([0.3, 0.5, 0.8]) / np.linalg.norm([0.3, 0.5, 0.8])
+
+
+class RenderError(RuntimeError):
+    """The renderer could not be set up or could not render what it was given."""
+
+
+@attrs.frozen(eq=False)
+class RenderResult:
+    """Per-view render passes of one mesh: depth (N,H,W) float32 metres along the ray (0 off the
+    mesh), normals (N,H,W,3) float32 world-space shading normals, face_id (N,H,W) int32 (-1 off
+    the mesh), coverage (N,H,W) bool."""
+
+    depth: np.ndarray
+    normals: np.ndarray
+    face_id: np.ndarray
+    coverage: np.ndarray
+
+
+def _llvm_major(path: str) -> int | None:
+    name = os.path.basename(path)
+    digits = name.split(".so.", 1)[1] if ".so." in name else ""
+    major = digits.split(".", 1)[0]
+    if major.isdigit():
+        return int(major)
+    stem = name.split(".so", 1)[0]  # libLLVM-19.so
+    if "-" in stem and stem.rsplit("-", 1)[1].split(".")[0].isdigit():
+        return int(stem.rsplit("-", 1)[1].split(".")[0])
+    return None
+
+
+def find_llvm() -> str | None:
+    """The newest libLLVM >= 16 in the usual library directories (DRJIT_LIBLLVM_PATH wins)."""
+    configured = os.environ.get("DRJIT_LIBLLVM_PATH")
+    if configured and os.path.exists(configured):
+        return configured
+    found = []
+    for directory in LLVM_SEARCH_DIRS:
+        for path in glob.glob(os.path.join(directory, "libLLVM*.so*")) + glob.glob(
+            os.path.join(directory, "llvm-*", "lib", "libLLVM*.so*")
+        ):
+            major = _llvm_major(path)
+            if major is not None and major >= MIN_LLVM_MAJOR:
+                found.append((major, path))
+    return max(found)[1] if found else None
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - no torch CUDA means no CUDA variant
+        return False
+
+
+_variant_lock = threading.Lock()
+
+
+@functools.cache
+def select_variant() -> str:
+    """Pick and set the Mitsuba variant once per process (see module docstring)."""
+    with _variant_lock:
+        reason = None
+        if _has_cuda():
+            candidates = ["cuda_ad_rgb"]
+        else:
+            candidates = []
+            reason = "no CUDA GPU"
+        llvm = find_llvm()
+        if llvm is not None:
+            os.environ["DRJIT_LIBLLVM_PATH"] = llvm  # must be set before drjit is imported
+            candidates.append("llvm_ad_rgb")
+        else:
+            reason = f"no libLLVM >= {MIN_LLVM_MAJOR} found in {', '.join(LLVM_SEARCH_DIRS)}"
+        import mitsuba as mi
+
+        for variant in candidates:
+            if variant in mi.variants():
+                try:
+                    mi.set_variant(variant)
+                    return variant
+                except Exception as err:  # noqa: BLE001 - fall through to the next variant
+                    reason = f"{variant} failed to start: {err}"
+        warnings.warn(f"Mitsuba falls back to the slow scalar_rgb variant: {reason}", RuntimeWarning, stacklevel=2)
+        mi.set_variant("scalar_rgb")
+        return "scalar_rgb"
+
+
+def _sensor_dict(pose: CameraPose, fov_deg: float, near_clip: float, width: int, height: int) -> dict:
+    import mitsuba as mi
+
+    return {
+        "type": "perspective",
+        "fov": float(fov_deg),
+        "fov_axis": "smaller",
+        "near_clip": float(near_clip),
+        "far_clip": 100.0,
+        "to_world": mi.ScalarTransform4f(pose.to_world().tolist()),
+        "film": {
+            "type": "hdrfilm",
+            "width": width,
+            "height": height,
+            "rfilter": {"type": "box"},
+            "pixel_format": "rgb",
+        },
+    }
+
+
+def _forward(pose: CameraPose) -> np.ndarray:
+    return pose.to_world()[:3, 2]
+
+
+class _Scene:
+    """One Mitsuba scene: the reference mesh seen by `poses`, rendered into (N,H,W) passes."""
+
+    def __init__(self, faces: np.ndarray, vertex_count: int, poses: list[CameraPose], config: ViewConfig, width: int, height: int):
+        select_variant()
+        import mitsuba as mi
+
+        self.views, self.width, self.height = len(poses), width, height
+        self.vertex_count = vertex_count
+        mesh = mi.Mesh("reference", vertex_count=vertex_count, face_count=len(faces), has_vertex_normals=True)
+        params = mi.traverse(mesh)
+        params["faces"] = mi.UInt32(np.ascontiguousarray(faces, dtype=np.uint32).ravel())
+        params["vertex_positions"] = mi.Float(np.zeros(vertex_count * 3, dtype=np.float32))
+        params.update()
+        sensors = [_sensor_dict(p, config.fov_deg, config.near_clip, width, height) for p in poses]
+        if len(sensors) == 1:
+            sensor = sensors[0]
+        else:
+            sensor = {"type": "batch", **{f"view{i:03d}": s for i, s in enumerate(sensors)}}
+            sensor["film"] = {
+                "type": "hdrfilm",
+                "width": width * len(sensors),
+                "height": height,
+                "rfilter": {"type": "box"},
+                "pixel_format": "rgb",
+            }
+        sensor["sampler"] = {"type": "stratified", "sample_count": 1, "jitter": False}
+        self.scene = mi.load_dict(
+            {
+                "type": "scene",
+                "integrator": {"type": "aov", "aovs": "dd:depth,nn:sh_normal,pi:prim_index"},
+                "sensor": sensor,
+                "mesh": mesh,
+            }
+        )
+        self.params = mi.traverse(self.scene)
+        self.position_key = "mesh.vertex_positions"
+        if self.position_key not in self.params:
+            raise RenderError(f"Mitsuba scene has no {self.position_key!r} parameter; keys: {list(self.params.keys())}")
+        # Mitsuba starts each ray on the near clip plane, so its `depth` AOV is measured from
+        # there; adding the distance from the eye to that plane along each ray gives the
+        # distance from the camera centre that RenderResult promises.
+        self.near_offset = np.stack(
+            [config.near_clip / (pixel_ray_directions(p, config.fov_deg, width, height) @ _forward(p)) for p in poses]
+        ).astype(np.float32)
+        self.lock = threading.Lock()
+
+    def render(self, vertices: np.ndarray) -> RenderResult:
+        import mitsuba as mi
+
+        flat = np.ascontiguousarray(vertices, dtype=np.float32).ravel()
+        with self.lock:
+            self.params[self.position_key] = mi.Float(flat)
+            self.params.update()
+            image = np.array(mi.render(self.scene, seed=0, spp=1), dtype=np.float32)
+        # (H, N*W, 5) -> (N, H, W, 5)
+        image = image.reshape(self.height, self.views, self.width, image.shape[-1]).transpose(1, 0, 2, 3)
+        coverage = image[..., 0] > 0
+        depth = np.where(coverage, image[..., 0] + self.near_offset, np.float32(0.0)).astype(np.float32)
+        normals = np.ascontiguousarray(image[..., 1:4])
+        face_id = np.where(coverage, np.rint(image[..., 4]).astype(np.int32), np.int32(-1))
+        return RenderResult(depth=depth, normals=normals, face_id=face_id, coverage=coverage)
+
+
+class Renderer:
+    """Renders reference-mesh vertices on `view_config`'s views (see module docstring)."""
+
+    def __init__(self, view_config: ViewConfig | None = None) -> None:
+        from .reference_mesh import get_reference_mesh
+
+        self.view_config = view_config or ViewConfig()
+        self.reference = get_reference_mesh()
+        self.variant = select_variant()
+        self.poses = camera_poses(self.view_config)
+        size = self.view_config.resolution
+        self._scene = _Scene(self.reference.faces, self.reference.vertex_count, self.poses, self.view_config, size, size)
+        self._rgb_scenes: dict[tuple[int, int, int], _Scene] = {}
+        self._rgb_lock = threading.Lock()
+
+    def check(self, vertices: np.ndarray, what: str = "mesh") -> np.ndarray:
+        """Validated (V,3) reference-mesh vertices (bare ANNY meshes get collapsed accessory slots)."""
+        return self.reference.check(vertices, what)
+
+    def render(self, vertices: np.ndarray, what: str = "mesh") -> RenderResult:
+        """Depth, normals, face ids and coverage of one mesh on every view."""
+        return self._scene.render(self.check(vertices, what))
+
+    def render_rgb(self, vertices: np.ndarray, width: int, height: int, view_index: int = 0) -> np.ndarray:
+        """A plain shaded (H,W,3) uint8 picture of the mesh from view `view_index`, for video
+        frames: Lambert shading of the shading normal under one fixed directional light
+        (LIGHT_DIRECTION, world space), grey-blue background. Deterministic."""
+        if not 0 <= view_index < len(self.poses):
+            raise ValueError(f"view_index {view_index} outside 0..{len(self.poses) - 1}")
+        if width <= 0 or height <= 0:
+            raise ValueError(f"image size must be positive, got {width}x{height}")
+        key = (int(width), int(height), int(view_index))
+        with self._rgb_lock:
+            scene = self._rgb_scenes.get(key)
+            if scene is None:
+                scene = _Scene(
+                    self.reference.faces, self.reference.vertex_count, [self.poses[view_index]],
+                    self.view_config, width, height,
+                )  # fmt: skip
+                self._rgb_scenes[key] = scene
+        result = scene.render(self.check(vertices))
+        lambert = np.clip(np.abs(result.normals[0] @ LIGHT_DIRECTION), 0.0, 1.0)
+        shade = 0.15 + 0.85 * lambert
+        skin = np.array([224.0, 184.0, 160.0])
+        rgb = np.where(result.coverage[0][..., None], shade[..., None] * skin, BACKGROUND_RGB)
+        return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+
+
+_renderers: dict[ViewConfig, Renderer] = {}
+_renderers_lock = threading.Lock()
+
+
+def get_renderer(view_config: ViewConfig | None = None) -> Renderer:
+    """The process-wide renderer for `view_config` (one Mitsuba scene per config)."""
+    config = view_config or ViewConfig()
+    with _renderers_lock:
+        if config not in _renderers:
+            _renderers[config] = Renderer(config)
+        return _renderers[config]
