@@ -1,0 +1,112 @@
+"""The dataset card: DIR/README.md (for people and for `datasets`) and DIR/card.json.
+
+It states counts per modality, task type and dimension, the task-type plan, the build config,
+and a content hash over every shard, asset and sidecar byte, so two builds can be compared by
+one line. Nothing in it depends on the clock or on the machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from .. import vocab
+from . import atomic
+
+HASHED_DIRS = ("data", "assets", "instances")
+
+SPLIT_PURPOSE = {
+    "bench": "evaluates reward models (EditReward-Bench analogue); subjects held out",
+    "reward-train": "trains the reward model (EditScore-Reward-Data analogue)",
+    "rl-train": "prompts for RL fine-tuning (EditScore-RL-Data analogue); no candidates, no scores",
+}
+
+
+def content_hash(root: Path) -> str:
+    """sha256 over (relative path, size, bytes) of every file under data/, assets/, instances/."""
+    root = Path(root)
+    digest = hashlib.sha256()
+    files = sorted(p for d in HASHED_DIRS for p in (root / d).rglob("*") if p.is_file())
+    for path in files:
+        data = path.read_bytes()
+        digest.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def count_rows(root: Path) -> dict:
+    """Row counts per modality, task type, dimension, and per (modality, task type)."""
+    per_modality: Counter = Counter()
+    per_task: Counter = Counter()
+    per_dimension: Counter = Counter()
+    per_pair: Counter = Counter()
+    for path in sorted((Path(root) / "data").glob("*/shard-*.parquet")):
+        modality = path.parent.name
+        table = pq.read_table(path, columns=["task_type", "dimension"])
+        for task, dimension in zip(table.column("task_type").to_pylist(), table.column("dimension").to_pylist()):
+            per_modality[modality] += 1
+            per_task[task] += 1
+            per_dimension[dimension] += 1
+            per_pair[f"{modality}/{task}"] += 1
+    return {
+        "rows": sum(per_modality.values()),
+        "modality": {m: per_modality[m] for m in vocab.MODALITIES if per_modality[m]},
+        "task_type": {t: per_task[t] for t in vocab.TASK_TYPES if per_task[t]},
+        "dimension": {d: per_dimension[d] for d in vocab.DIMENSIONS if per_dimension[d]},
+        "modality_task_type": dict(sorted(per_pair.items())),
+    }
+
+
+def _table(header: tuple[str, str, str], counts: dict[str, int], total: int) -> list[str]:
+    lines = [f"| {header[0]} | {header[1]} | {header[2]} |", "| --- | ---: | ---: |"]
+    for name, n in counts.items():
+        lines.append(f"| {name} | {n} | {100.0 * n / total:.1f}% |")
+    return lines
+
+
+def write_card(root: Path, config: dict, subjects: int) -> dict:
+    """Write README.md and card.json; return the card's data."""
+    root = Path(root)
+    counts = count_rows(root)
+    card = {"config": config, "counts": counts, "subjects": subjects, "content_sha256": content_hash(root)}
+    atomic.write_text(root / "card.json", json.dumps(card, indent=2, sort_keys=True) + "\n")
+    split = config["split"]
+    total = max(counts["rows"], 1)
+    front = ["---", "configs:"]
+    for modality in counts["modality"]:
+        front += [f"- config_name: {modality}", f"  data_files: data/{modality}/*.parquet"]
+    front.append("---")
+    body = [
+        f"# maskscore-{split}",
+        "",
+        f"{SPLIT_PURPOSE[split]}. {counts['rows']} rows from {subjects} subjects, built by `maskscore build`.",
+        "",
+        "Each row is one edit instance (frame A -> frame B of one subject, 'edit the {part} to match frame B')"
+        " in one modality" + (", for one scoring dimension; candidates are the five-rung ladder in order"
+        " (rung 1 = frame B, best) and `scores` align with them." if split != "rl-train" else "."),
+        "Task types come from the instance maker, spread evenly within each modality; the rows are spread"
+        " evenly over the modalities (the remainder to the first in vocabulary order).",
+        "",
+        f"Content hash (sha256 over data/, assets/, instances/): `{card['content_sha256']}`",
+        "",
+        "## Rows per modality",
+        *_table(("modality", "rows", "share"), counts["modality"], total),
+        "",
+        "## Rows per task type",
+        *_table(("task type", "rows", "share"), counts["task_type"], total),
+        "",
+        "## Rows per dimension",
+        *_table(("dimension", "rows", "share"), counts["dimension"], total),
+        "",
+        "## Build config",
+        "```json",
+        json.dumps(config, indent=2, sort_keys=True),
+        "```",
+        "",
+    ]
+    atomic.write_text(root / "README.md", "\n".join(front + [""] + body))
+    return card

@@ -1,0 +1,121 @@
+"""Runs a build's shard plan: in this process, on a local process pool, or as Ray tasks.
+
+The same `build_shard` function runs everywhere; each shard commits itself atomically, so the
+runner only has to skip shards already complete (resume), show progress, and after the last
+shard run the leakage gate and write the dataset card.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import shutil
+from pathlib import Path
+
+import attrs
+from tqdm import tqdm
+
+from . import atomic
+from .card import write_card
+from .leakage import check_leakage
+from .plan import BuildConfig, ShardSpec, shard_plan
+from .shard import PARTIAL_DIR, WORK_DIR, build_shard
+
+CONFIG_MARKER = ".build-config.json"
+
+
+class BuildError(RuntimeError):
+    """A build that cannot start or finish (e.g. a directory holding another config's build)."""
+
+
+@attrs.frozen
+class BuildSummary:
+    root: Path
+    rows: int
+    shards_built: int
+    shards_resumed: int
+    card: dict
+
+
+def _claim_directory(config: BuildConfig) -> None:
+    """Refuse to resume into a directory built with another config: never mix two datasets."""
+    root = Path(config.out)
+    marker = root / CONFIG_MARKER
+    wanted = json.dumps(config.content_config(), indent=2, sort_keys=True) + "\n"
+    if marker.exists():
+        if marker.read_text() != wanted:
+            raise BuildError(f"{root} holds a build with another config ({marker}); use a fresh --out")
+        return
+    if (root / "data").exists():
+        raise BuildError(f"{root} holds data from an unknown build (no {CONFIG_MARKER}); use a fresh --out")
+    atomic.write_text(marker, wanted)
+
+
+def _expected_rows(config: BuildConfig, spec: ShardSpec) -> int:
+    return spec.count * config.rows_per_instance
+
+
+def _run_local(config: BuildConfig, pending: list[ShardSpec], bar: tqdm) -> list:
+    if config.workers == 1:
+        outcomes = []
+        for spec in pending:
+            outcomes.append(build_shard(config, spec))
+            bar.update(outcomes[-1].rows)
+        return outcomes
+    context = multiprocessing.get_context("spawn")
+    outcomes = []
+    with concurrent.futures.ProcessPoolExecutor(max_workers=config.workers, mp_context=context) as pool:
+        futures = [pool.submit(build_shard, config, spec) for spec in pending]
+        for future in concurrent.futures.as_completed(futures):
+            outcomes.append(future.result())
+            bar.update(outcomes[-1].rows)
+    return outcomes
+
+
+def _run_ray(config: BuildConfig, pending: list[ShardSpec], bar: tqdm) -> list:
+    try:
+        import ray
+    except ImportError as err:
+        raise BuildError("--backend ray needs the 'ray' package: pip install 'maskscore[ray]'") from err
+    if not ray.is_initialized():
+        forwarded = {k: os.environ[k] for k in ("PYTHONPATH", "MASKSCORE_LOAD_PLUGINS", "DRJIT_LIBLLVM_PATH") if k in os.environ}
+        ray.init(
+            address=os.environ.get("RAY_ADDRESS") or None,
+            num_cpus=None if os.environ.get("RAY_ADDRESS") else config.workers,
+            include_dashboard=False,
+            runtime_env={"env_vars": forwarded},
+            log_to_driver=False,
+        )
+    task = ray.remote(num_cpus=1, max_retries=2)(build_shard)
+    remaining = [task.remote(config, spec) for spec in pending]
+    outcomes = []
+    while remaining:
+        done, remaining = ray.wait(remaining, num_returns=1)
+        outcomes.append(ray.get(done[0]))
+        bar.update(outcomes[-1].rows)
+    return outcomes
+
+
+def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None = None) -> BuildSummary:
+    """Build (or finish building) the dataset described by `config` under `config.out`."""
+    root = Path(config.out)
+    root.mkdir(parents=True, exist_ok=True)
+    _claim_directory(config)
+    plan = shard_plan(config)
+    pending = [spec for spec in plan if not spec.parquet_path(root).exists()]
+    done_rows = sum(_expected_rows(config, s) for s in plan if s not in pending)
+    total_rows = sum(_expected_rows(config, s) for s in plan)
+    with tqdm(total=total_rows, initial=done_rows, unit="row", desc=f"build {config.split}", disable=not progress,
+              smoothing=0.1) as bar:
+        runner = _run_ray if config.backend == "ray" else _run_local
+        outcomes = runner(config, pending, bar) if pending else []
+    built = sum(1 for o in outcomes if o.built)
+    subjects = check_leakage(root, config.split, config.seed, bench_dir=bench_dir)
+    for leftover in (PARTIAL_DIR, WORK_DIR):
+        shutil.rmtree(root / leftover, ignore_errors=True)
+    card = write_card(root, config.content_config(), subjects=len(subjects))
+    if card["counts"]["rows"] != total_rows:
+        raise BuildError(f"{root}: {card['counts']['rows']} rows on disk, the plan has {total_rows}")
+    return BuildSummary(root, total_rows, built, len(plan) - len(pending), card)

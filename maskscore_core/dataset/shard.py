@@ -1,0 +1,202 @@
+"""One shard's data flow, from source trials to a committed Parquet file.
+
+For each instance: source trials -> edit instances -> candidates (`edit`) -> scores (`score`,
+scored splits only) -> assets (`write_asset`) -> one row per dimension (`reward_row`).
+Everything is written under a private temporary root that mirrors the dataset's layout, then
+committed: the asset directory and the instance sidecars are moved into place first, the
+Parquet file last. A shard whose Parquet file exists is complete; anything else is rebuilt from
+scratch, so a build killed at any moment loses no row and duplicates none.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pyarrow.parquet as pq
+
+from .. import plugins, schemas, vocab
+from ..context import Context
+from ..records import Candidate, EditInstance, converter
+from . import atomic
+from .plan import BuildConfig, ShardSpec
+from .splits import SPLITS, trials_for_split
+
+PARTIAL_DIR = ".partial"
+WORK_DIR = ".work"
+# Fixed writer options: the same rows give the same bytes (no timestamps in Parquet metadata).
+PARQUET_OPTIONS = dict(
+    compression="zstd",
+    compression_level=3,
+    use_dictionary=True,
+    write_statistics=True,
+    version="2.6",
+    data_page_version="1.0",
+    store_schema=True,
+)
+
+
+class ShardError(RuntimeError):
+    """A shard that cannot be built; the message names the shard and the instance."""
+
+
+@attrs.frozen
+class ShardOutcome:
+    modality: str
+    index: int
+    rows: int
+    built: bool  # False: it was already complete (resumed build)
+
+
+def register_plugin_modules(names) -> None:
+    """Register extra plugin modules (by import name) in this process, once each."""
+    pm = plugins.get_plugin_manager()
+    for name in names:
+        if not pm.has_plugin(name):
+            pm.register(importlib.import_module(name), name=name)
+
+
+def load_instance_maker(spec: str):
+    module_name, _, function = spec.partition(":")
+    if not function:
+        raise ShardError(f"instance maker {spec!r} must be 'module:function'")
+    return getattr(importlib.import_module(module_name), function)
+
+
+_TRIALS: dict[tuple, list] = {}
+
+
+def split_trials(config: BuildConfig) -> list:
+    """The source's trials of this split's subject pool, extracted once per process."""
+    key = (config.source, json.dumps(config.source_config(), sort_keys=True), config.split, str(config.out))
+    if key not in _TRIALS:
+        workdir = Path(config.out) / WORK_DIR / f"trials-{os.getpid()}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        ctx = Context(workdir=workdir, seed=config.seed, config=scoring_config(config))
+        trials = list(plugins.call("extract", config.source, source=config.source, config=config.source_config(), ctx=ctx))
+        _TRIALS[key] = trials_for_split(trials, config.split, config.seed)
+    return _TRIALS[key]
+
+
+def scoring_config(config: BuildConfig) -> dict:
+    """ctx.config for every hook of the build: the render size the scorer uses."""
+    return {"views": config.views, "resolution": config.resolution}
+
+
+def shard_rng(config: BuildConfig, spec: ShardSpec) -> np.random.Generator:
+    modality_id = vocab.MODALITIES.index(spec.modality)
+    return np.random.default_rng([config.seed, SPLITS.index(config.split), modality_id, spec.index])
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def row_key(spec: ShardSpec, position: int, instance: EditInstance) -> str:
+    """A dataset-wide unique, file-name-safe key: modality, shard, position, then the edit's own key."""
+    own = _UNSAFE.sub("_", instance.key).strip("_") or "edit"
+    return f"{spec.modality}-{spec.index:05d}-{position:04d}-{own}"
+
+
+def _column_value(value, temp_root: Path, asset_dir: Path):
+    """write_asset's answer as a path relative to the dataset root (lists pass through)."""
+    if not isinstance(value, str):
+        return value
+    path = Path(value)
+    if path.is_absolute():
+        return path.resolve().relative_to(temp_root.resolve()).as_posix()
+    if (temp_root / path).exists():
+        return path.as_posix()
+    if (asset_dir / path).exists():
+        return (asset_dir / path).relative_to(temp_root).as_posix()
+    raise ShardError(f"write_asset returned {value!r}, which names no file under the dataset root")
+
+
+def _ordered(candidates: list[Candidate]) -> list[Candidate]:
+    """Candidates in ladder order (rung 1 first); model outputs without a rung keep their order."""
+    if all(c.rung is not None for c in candidates):
+        return sorted(candidates, key=lambda c: c.rung)
+    return list(candidates)
+
+
+def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, asset_dir: Path, ctx: Context) -> list[dict]:
+    """Edit, score, write the assets of one instance and return its rows."""
+    modality = instance.instruction.modality
+    key = instance.key
+    if config.scored:
+        candidates = _ordered(list(plugins.call("edit", config.editor, editor=config.editor, modality=modality, instance=instance, ctx=ctx)))
+        if not candidates:
+            raise ShardError(f"editor {config.editor!r} returned no candidates for {key}")
+        scored = list(plugins.call("score", config.scorer, scorer=config.scorer, instance=instance, candidates=candidates, ctx=ctx))
+        if len(scored) != len(candidates):
+            raise ShardError(f"scorer {config.scorer!r} returned {len(scored)} scores for {len(candidates)} candidates of {key}")
+    else:
+        candidates, scored = [], []
+    source_asset = plugins.call("encode", modality, modality=modality, target=instance.a, ctx=ctx)
+
+    def write(asset, name):
+        value = plugins.call("write_asset", asset.modality, asset=asset, directory=asset_dir, name=name, ctx=ctx)
+        return _column_value(value, temp_root, asset_dir)
+
+    input_value = write(source_asset, f"{key}-input")
+    candidate_values = [write(c.asset, f"{key}-rung{c.rung if c.rung is not None else n + 1}") for n, c in enumerate(candidates)]
+    dimensions = vocab.DIMENSIONS if config.scored else ("overall",)
+    rows = []
+    for dimension in dimensions:
+        scores = [float(s.dimension(dimension)) for s in scored]
+        row = plugins.call(
+            "reward_row", modality, modality=modality, instance=instance, input_value=input_value,
+            candidate_values=candidate_values, scores=scores, dimension=dimension, root=temp_root, ctx=ctx,
+        )
+        rows.append(dict(row))
+    return rows
+
+
+def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
+    """Build one shard unless it is already complete; safe to call again after any crash."""
+    root = Path(config.out)
+    final_parquet = spec.parquet_path(root)
+    if final_parquet.exists():
+        return ShardOutcome(spec.modality, spec.index, pq.ParquetFile(final_parquet).metadata.num_rows, built=False)
+    register_plugin_modules(config.plugin_modules)
+    temp_root = root / PARTIAL_DIR / f"{spec.modality}-{spec.name}"
+    if temp_root.exists():
+        shutil.rmtree(temp_root)  # a killed attempt's leftovers
+    asset_dir = spec.asset_dir(temp_root)
+    asset_dir.mkdir(parents=True)
+    ctx = Context(workdir=temp_root / "work", seed=config.seed, config={**scoring_config(config), "dataset_root": str(temp_root)})
+    ctx.workdir.mkdir()
+
+    trials = split_trials(config)
+    make_instances = load_instance_maker(config.instance_maker)
+    instances = list(make_instances(trials, spec.modality, shard_rng(config, spec), spec.count))
+    if len(instances) != spec.count:
+        raise ShardError(f"{spec.modality} {spec.name}: asked for {spec.count} instances, the instance maker gave {len(instances)}")
+    rows = []
+    sidecars = {}
+    for position, instance in enumerate(instances):
+        instance = attrs.evolve(instance, key=row_key(spec, position, instance))
+        try:
+            rows.extend(instance_rows(config, instance, temp_root, asset_dir, ctx))
+        except Exception as err:
+            raise ShardError(f"{spec.split} {spec.modality} {spec.name}, instance {instance.key}: {type(err).__name__}: {err}") from err
+        sidecars[instance.key] = json.dumps(converter.unstructure(instance), sort_keys=True, indent=1) + "\n"
+    table = schemas.to_table(schemas.table_for_modality(spec.modality), rows)
+    shutil.rmtree(ctx.workdir)
+    staged = temp_root / "shard.parquet"
+    pq.write_table(table, staged, **PARQUET_OPTIONS)
+
+    # Commit: assets, then sidecars, then the Parquet file that marks the shard complete.
+    atomic.move_dir(asset_dir, spec.asset_dir(root))
+    for key, text in sorted(sidecars.items()):
+        atomic.write_text(root / "instances" / f"{key}.json", text)
+    with open(staged, "rb") as handle:
+        os.fsync(handle.fileno())
+    atomic.move_file(staged, final_parquet)
+    shutil.rmtree(temp_root)
+    return ShardOutcome(spec.modality, spec.index, len(rows), built=True)

@@ -1,0 +1,168 @@
+"""Small, fast, real plugins for testing the dataset machinery (no tests in this module).
+
+They implement every hook a build and an evaluation call, for all eight modalities, on a body
+state flattened into a parameter vector: a `toy` source, a `toy-ladder` editor with the five
+rungs, a `toy-score` scorer (distance to frame B / frame A in parameter space) and a
+`toy-noisy` scorer (seeded noise, for Avg@N). Assets are .npy files or float lists, written and
+read back like the real modality plugins do. Registered by import name in build workers via
+BuildConfig.plugin_modules, so this directory must be on PYTHONPATH for spawned processes.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from maskscore_core import hookimpl, schemas, vocab
+from maskscore_core.records import (
+    Asset,
+    BodyState,
+    Candidate,
+    CandidateScore,
+    EditInstance,
+    EditInstruction,
+    Frame,
+    PluginInfo,
+    Subject,
+    Target,
+    Trial,
+)
+
+MODULE = "test_build_fixtures"
+INSTANCE_MAKER = f"{MODULE}:make_instances"
+LIST_MODALITIES = ("keypoints", "pose")
+ACTIONS = 8  # expression entries the toy source varies
+
+
+@hookimpl
+def plugin_info():
+    return PluginInfo(kind="source", provides=("toy",))
+
+
+@hookimpl
+def extract(source, config, ctx):
+    if source != "toy":
+        return None
+    rng = np.random.default_rng(config["seed"])
+    trials = []
+    for s in range(config["subjects"]):
+        subject = Subject(f"toy-{s:03d}", {"age": float(rng.uniform()), "weight": float(rng.uniform())})
+        for t in range(2):
+            frames = []
+            for f in range(3):
+                expression = np.zeros(52)
+                expression[:ACTIONS] = rng.uniform(size=ACTIONS)
+                frames.append(Frame(f, f / 25.0, BodyState(phenotype=subject.phenotype, expression=expression)))
+            trials.append(Trial(f"{subject.subject_id}-t{t}", "toy", subject, "turn on the lights", 25.0, frames,
+                                extras={"delay_s": str(config.get("delay_s", 0.0))}))
+    return trials
+
+
+def make_instances(trials, modality, rng, count):
+    """Frame pairs of one subject; task types cycle through the 13 so each shard covers them."""
+    time.sleep(float(trials[0].extras.get("delay_s", 0.0)) * count)
+    by_subject = {}
+    for trial in trials:
+        by_subject.setdefault(trial.subject.subject_id, []).append(trial)
+    subjects = sorted(by_subject)
+    offset = int(rng.integers(len(vocab.TASK_TYPES)))
+    instances = []
+    for n in range(count):
+        subject, other = rng.choice(len(subjects), size=2, replace=False)
+        trial = by_subject[subjects[subject]][int(rng.integers(2))]
+        fa, fb = rng.choice(len(trial.frames), size=2, replace=False)
+        task = vocab.TASK_TYPES[(offset + n) % len(vocab.TASK_TYPES)]
+        part = vocab.GROUP_PARTS[vocab.task_group(task)][0]
+        other_trial = by_subject[subjects[other]][0]
+        make = lambda tr, fr, label: Target(label, tr.subject, (tr.frames[fr].state,), tr.transcript)  # noqa: E731
+        instances.append(EditInstance(
+            key=f"{trial.trial_id}-f{fa}f{fb}",
+            instruction=EditInstruction(f"edit the {part} to match frame B", part, task, modality),
+            a=make(trial, int(fa), "frame_a"), b=make(trial, int(fb), "frame_b"),
+            other=make(other_trial, 0, "other_subject"), trial_a=trial.trial_id, trial_b=trial.trial_id,
+        ))
+    return instances
+
+
+def state_vector(state: BodyState) -> np.ndarray:
+    return np.concatenate([state.expression[:ACTIONS], [state.phenotype.get("age", 0.5), state.phenotype.get("weight", 0.5)]])
+
+
+@hookimpl
+def encode(modality, target, ctx):
+    return Asset(modality, state_vector(target.state), meta={"state": target.state})
+
+
+@hookimpl
+def edit(editor, modality, instance, ctx):
+    if editor != "toy-ladder":
+        return None
+    a, b = state_vector(instance.a.state), state_vector(instance.b.state)
+    wrong_part = a.copy()
+    wrong_part[ACTIONS - 1] += 0.5
+    vectors = [b, 0.5 * (a + b), 0.8 * a + 0.2 * b, wrong_part, state_vector(instance.other.state)]
+    labels = ["frame_b", "interpolation", "partial", "wrong_part", "wrong_subject"]
+    return [Candidate(label, Asset(modality, v), rung) for rung, (label, v) in reversed(list(enumerate(zip(labels, vectors), 1)))]
+
+
+def _distances(instance, candidates):
+    a, b = state_vector(instance.a.state), state_vector(instance.b.state)
+    return [(float(np.linalg.norm(c.asset.data - b)), float(np.linalg.norm(c.asset.data - a))) for c in candidates]
+
+
+@hookimpl
+def score(scorer, instance, candidates, ctx):
+    if scorer == "toy-score":
+        out = []
+        for to_b, to_a in _distances(instance, candidates):
+            follow, keep = 1.0 / (1.0 + to_b), 1.0 / (1.0 + to_a)
+            out.append(CandidateScore(follow, keep, 0.5 * (follow + keep), {"to_b": to_b, "to_a": to_a}))
+        return out
+    if scorer == "toy-noisy":
+        rng = np.random.default_rng([ctx.seed, len(instance.key)])
+        out = []
+        for to_b, to_a in _distances(instance, candidates):
+            follow = 1.0 / (1.0 + to_b) + float(rng.normal(0, ctx.config.get("temperature", 1.0) * 0.05))
+            out.append(CandidateScore(follow, follow, follow))
+        return out
+    if scorer == "toy-broken":
+        if instance.instruction.task_type == "part_add":
+            raise RuntimeError("toy-broken cannot score part_add")
+        return [CandidateScore(0.5, 0.5, 0.5) for _ in candidates]
+    if scorer == "toy-constant":
+        return [CandidateScore(0.5, 0.5, 0.5) for _ in candidates]
+    return None
+
+
+@hookimpl
+def write_asset(asset, directory, name, ctx):
+    if asset.modality in LIST_MODALITIES:
+        return [float(x) for x in asset.data]
+    path = Path(directory) / f"{name}.npy"
+    np.save(path, np.asarray(asset.data, dtype=np.float64))
+    return path.relative_to(ctx.config["dataset_root"]).as_posix()
+
+
+@hookimpl
+def read_asset(modality, value, root, ctx):
+    if modality in LIST_MODALITIES:
+        return Asset(modality, np.asarray(value, dtype=np.float64))
+    path = Path(root) / value
+    if not path.exists():
+        raise FileNotFoundError(f"{modality} asset {value!r} missing under {root}")
+    return Asset(modality, np.load(path), path=value)
+
+
+@hookimpl
+def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
+    spec = schemas.table_specs()[schemas.table_for_modality(modality)]
+    columns = [c["name"] for c in spec["columns"]]
+    row = {"key": instance.key, "instruction": instance.instruction.text, "task_type": instance.instruction.task_type,
+           "dimension": dimension, "scores": list(scores), "conditioning_image": "", "aligned_audio": ""}
+    row[columns[2]] = input_value if modality != "multimodal" else "mesh"
+    row[schemas.CANDIDATE_COLUMN[spec["name"]]] = list(candidate_values)
+    if modality == "multimodal":
+        row.update(output_modality="mesh", input_data=input_value)
+    return {c: row[c] for c in columns}
