@@ -1,7 +1,7 @@
 """The mesh reward table (seed 000's MeshEditReward columns) and where its files go.
 
-Paths in the table are relative to the dataset root, which is `ctx.workdir` when the dataset
-builder writes assets; `read_asset` resolves them against the `root` it is given.
+Paths in the table are relative to the dataset root (`ctx.config["dataset_root"]`, else
+`ctx.workdir`); `read_asset` resolves them against the `root` it is given.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ CONDITIONING_DIR = "conditioning"
 
 
 def relative_to_root(path: Path, ctx) -> str:
-    """`path` as the table stores it: relative to the dataset root (ctx.workdir) when inside it."""
+    """`path` as the table stores it: relative to the dataset root when inside it, else absolute."""
     path = Path(path).resolve()
-    root = Path(ctx.workdir).resolve()
+    root = Path(ctx.config.get("dataset_root") or ctx.workdir).resolve()
     try:
         return path.relative_to(root).as_posix()
     except ValueError:

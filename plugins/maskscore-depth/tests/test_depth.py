@@ -1,0 +1,83 @@
+"""The depth modality: Mitsuba depth of the reference mesh, .exr files, rows, bad input, the ladder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from maskscore_core import plugins, schemas
+from maskscore_core.body import get_body_model
+from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+
+MODALITY = "depth"
+
+
+def _state(jaw_open: float = 0.0) -> BodyState:
+    expression = np.zeros(52)
+    expression[get_body_model().action_index("jawOpen")] = jaw_open
+    return BodyState(phenotype={"age": 0.4}, expression=expression)
+
+
+def _instance() -> EditInstance:
+    subject = Subject("s1", {"age": 0.4})
+    return EditInstance(
+        key="unit-0001",
+        instruction=EditInstruction("reconstruct the mouth depth to match frame B", "mouth", "depth_edit", MODALITY),
+        a=Target("a", subject, (_state(),)),
+        b=Target("b", subject, (_state(jaw_open=0.9),)),
+    )
+
+
+def test_plugin_is_listed_alone():
+    records = {r.name: r for r in plugins.list_plugins() if r.error is None}
+    assert records[MODALITY].distribution == "maskscore-depth"
+    assert plugins.providers("modality") == {MODALITY: MODALITY}
+
+
+def test_encode_is_the_render_depth_channel(ctx):
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    assert asset.data.shape == (4, 96, 96) and asset.data.dtype == np.float32
+    covered = asset.data > 0
+    assert 0.05 < covered.mean() < 0.95  # the head fills part of every view
+    assert np.all((asset.data[covered] > 0.3) & (asset.data[covered] < 2.0))  # camera 0.6 m from the head
+    ref_a = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="a", ctx=ctx)
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=ctx)
+    assert decoded.vertices is None
+    assert np.abs(ref_a.depth - decoded.depth).max() > 0.005  # the open jaw shows in depth
+
+
+def test_exr_round_trip_is_lossless_and_deterministic(ctx, tmp_path):
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=_instance().b, ctx=ctx)
+    value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name="b", ctx=ctx)
+    assert value == "assets/b.exr"
+    plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name="b2", ctx=ctx)
+    assert (tmp_path / "assets/b2.exr").read_bytes() == (tmp_path / value).read_bytes()
+    back = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+    np.testing.assert_array_equal(back.data, asset.data)
+
+
+def test_missing_corrupt_and_wrong_size_files_are_named(ctx, tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        plugins.call("read_asset", MODALITY, modality=MODALITY, value="nope.exr", root=tmp_path, ctx=ctx)
+    (tmp_path / "bad.exr").write_bytes(b"not an exr")
+    with pytest.raises(ValueError, match="cannot be read as OpenEXR"):
+        plugins.call("read_asset", MODALITY, modality=MODALITY, value="bad.exr", root=tmp_path, ctx=ctx)
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=_instance().a, ctx=ctx)
+    plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path, name="a", ctx=ctx)
+    ctx.config["resolution"] = 64  # a run at another resolution must not read these maps
+    with pytest.raises(ValueError, match=r"4 views of 64x64 pixels"):
+        plugins.call("read_asset", MODALITY, modality=MODALITY, value="a.exr", root=tmp_path, ctx=ctx)
+
+
+@pytest.mark.parametrize(
+    "depth, message",
+    [
+        (np.zeros((3, 96, 96)), "renders 4 views"),
+        (np.full((4, 96, 96), np.nan), "NaN or infinite"),
+        (np.full((4, 96, 96), -1.0), "negative"),
+    ],
+)
+def test_bad_depth_maps_are_named(ctx, depth, message):
+    with pytest.raises(ValueError, match=message):
+        plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, depth), instance=_instance(), ctx=ctx)
