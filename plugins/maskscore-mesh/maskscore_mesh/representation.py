@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from maskscore_core import meshio
 from maskscore_core.records import Asset, Decoded, Target
 from maskscore_core.reference_mesh import get_reference_mesh
 
@@ -17,8 +18,8 @@ MODALITY = "mesh"
 SUFFIX = ".glb"
 
 
-class MeshFileError(ValueError):
-    """A mesh file that is missing, unreadable, or not on the reference topology."""
+class MeshFileError(meshio.MeshFileError):
+    """A mesh asset that is empty or not a .glb (file problems: `meshio.MeshFileError`)."""
 
 
 def encode(target: Target) -> Asset:
@@ -37,43 +38,12 @@ def decode(asset: Asset) -> Decoded:
 
 def write(vertices: np.ndarray, path: Path) -> Path:
     """Write vertices on the reference topology as a binary glTF (.glb)."""
-    reference = get_reference_mesh()
-    checked = reference.check(vertices, what=f"mesh for {path.name}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write_glb(path, checked, reference.faces)
-    return path
+    return meshio.write_mesh(path, vertices)
 
 
 def read(path: Path) -> np.ndarray:
-    """Read a .glb written by `write` (or any .glb on the reference topology): its vertices."""
-    if not path.is_file():
-        raise MeshFileError(f"mesh file {str(path)!r} does not exist")
+    """The vertices of a .glb on the reference topology (the faces are the reference's; a file
+    with another vertex count, NaN coordinates or no mesh at all is rejected by name)."""
     if path.suffix.lower() != SUFFIX:
         raise MeshFileError(f"mesh file {str(path)!r} is not a {SUFFIX} file")
-    try:
-        vertices, faces = _read_glb(path)
-    except Exception as err:  # noqa: BLE001 - any parser failure means a corrupt file
-        raise MeshFileError(f"mesh file {str(path)!r} cannot be read as glTF: {type(err).__name__}: {err}") from err
-    reference = get_reference_mesh()
-    faces = np.asarray(faces, dtype=np.int64)
-    if faces.shape != reference.faces.shape or not np.array_equal(faces, reference.faces):
-        raise MeshFileError(
-            f"mesh file {str(path)!r} has {len(faces)} triangles that are not the reference topology's"
-            f" {len(reference.faces)}; candidates must be on the ANNY reference mesh"
-        )
-    return reference.check(vertices, what=f"mesh file {str(path)!r}")
-
-
-def _write_glb(path: Path, vertices: np.ndarray, faces: np.ndarray) -> None:
-    # Local stand-in until maskscore_core.meshio (issue 3) lands.
-    import trimesh
-
-    mesh = trimesh.Trimesh(vertices=vertices, faces=faces, process=False)
-    path.write_bytes(mesh.export(file_type="glb"))
-
-
-def _read_glb(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    import trimesh
-
-    mesh = trimesh.load(path, file_type="glb", force="mesh", process=False)
-    return np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int64)
+    return meshio.read_vertices(path)
