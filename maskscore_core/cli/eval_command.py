@@ -1,0 +1,39 @@
+"""`maskscore eval`: grade a scorer on a bench with the EditReward-Bench pair protocol."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..dataset import evaluate, report
+from ..dataset.atomic import write_text
+
+
+@click.command("eval")
+@click.option("--bench", "bench", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--scorer", default="render-compare", show_default=True, help="Scorer plugin to grade.")
+@click.option("--num-pass", type=int, default=1, show_default=True, help="Passes averaged per instance (Avg@N).")
+@click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature of stochastic scorers.")
+@click.option("--weights", default="default", show_default=True, help="Weights identifier handed to the scorer.")
+@click.option("--views", type=int, default=8, show_default=True)
+@click.option("--resolution", type=int, default=256, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the passes and of the bootstrap.")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Result cache (JSONL); default BENCH/eval/results.jsonl. The summary goes next to it.")
+@click.option("--quiet", is_flag=True)
+def eval_command(bench, scorer, num_pass, temperature, weights, views, resolution, seed, out, quiet):
+    """Grade SCORER on the bench; reuses cached results of the same configuration."""
+    config = evaluate.ScorerConfig(
+        name=scorer, version=evaluate.scorer_version(scorer), weights=weights, num_pass=num_pass,
+        temperature=temperature, views=views, resolution=resolution, seed=seed,
+    )
+    cache = out or bench / "eval" / "results.jsonl"
+    result = evaluate.evaluate(bench, config, cache, progress=not quiet)
+    stem = cache.with_name(f"{cache.stem}-{scorer}-{config.key}")
+    write_text(stem.with_suffix(".json"), json.dumps(result, indent=2, sort_keys=True) + "\n")
+    page = report.markdown([result])
+    write_text(stem.with_suffix(".md"), page)
+    click.echo(page)
+    click.echo(f"results: {cache}; summary: {stem.with_suffix('.json')}")
