@@ -81,3 +81,22 @@ def test_missing_corrupt_and_wrong_size_files_are_named(ctx, tmp_path):
 def test_bad_depth_maps_are_named(ctx, depth, message):
     with pytest.raises(ValueError, match=message):
         plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, depth), instance=_instance(), ctx=ctx)
+
+
+def test_reward_row_has_seed_000_columns_and_validates(ctx, tmp_path):
+    from maskscore_core import schemas
+
+    instance = _instance()
+    assets = [plugins.call("encode", MODALITY, modality=MODALITY, target=t, ctx=ctx) for t in (instance.a, instance.b)]
+    values = [
+        plugins.call("write_asset", MODALITY, asset=a, directory=tmp_path / "assets", name=n, ctx=ctx)
+        for a, n in zip(assets, ("input", "rung1"))
+    ]
+    row = plugins.call(
+        "reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values[0],
+        candidate_values=values[1:], scores=[], dimension="consistency", root=tmp_path, ctx=ctx,
+    )  # fmt: skip
+    assert list(row) == schemas.arrow_schema("DepthEditReward").names
+    table = schemas.to_table("DepthEditReward", [row])
+    assert table.column("input_depth").to_pylist() == ["assets/input.exr"]
+    assert (tmp_path / row["conditioning_image"]).is_file()

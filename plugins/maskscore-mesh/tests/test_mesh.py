@@ -91,3 +91,33 @@ def test_nan_and_wrong_size_vertices_are_rejected(ctx):
 
 def test_other_modalities_are_not_answered(ctx):
     assert plugins.get_plugin_manager().hook.encode(modality="speech", target=_instance().a, ctx=ctx) is None
+
+
+def test_reward_row_has_seed_000_columns_and_validates(ctx, tmp_path):
+    instance = _instance()
+    assets = [plugins.call("encode", MODALITY, modality=MODALITY, target=t, ctx=ctx) for t in (instance.a, instance.b)]
+    values = [
+        plugins.call("write_asset", MODALITY, asset=a, directory=tmp_path / "assets", name=n, ctx=ctx)
+        for a, n in zip(assets, ("input", "rung1"))
+    ]
+    row = plugins.call(
+        "reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values[0],
+        candidate_values=values[1:], scores=[0.9], dimension="overall", root=tmp_path, ctx=ctx,
+    )  # fmt: skip
+    assert list(row) == schemas.arrow_schema("MeshEditReward").names
+    table = schemas.to_table("MeshEditReward", [row])
+    assert table.column("output_meshes").to_pylist() == [["assets/rung1.glb"]]
+    image = tmp_path / row["conditioning_image"]
+    import imageio.v3 as iio
+
+    assert iio.imread(image).shape == (96, 96, 3)
+    with pytest.raises(ValueError, match="2 scores for 1 candidates"):
+        plugins.call(
+            "reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values[0],
+            candidate_values=values[1:], scores=[0.9, 0.1], dimension="overall", root=tmp_path, ctx=ctx,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="unknown dimension"):
+        plugins.call(
+            "reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values[0],
+            candidate_values=values[1:], scores=[0.9], dimension="beauty", root=tmp_path, ctx=ctx,
+        )  # fmt: skip

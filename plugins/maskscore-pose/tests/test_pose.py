@@ -77,3 +77,27 @@ def test_bad_pose_values_are_named(ctx, tmp_path, value, message):
     instance = _instance(_state())
     with pytest.raises(ValueError, match=message):
         plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, value), instance=instance, ctx=ctx)
+
+
+def test_reward_row_has_seed_000_columns_and_validates(ctx, tmp_path):
+    from maskscore_core import schemas
+
+    instance = _instance(_state(jaw=0.3))
+    values = [
+        plugins.call("write_asset", MODALITY, asset=plugins.call("encode", MODALITY, modality=MODALITY, target=t, ctx=ctx),
+                     directory=tmp_path, name=t.label, ctx=ctx)
+        for t in (instance.a, instance.b)
+    ]  # fmt: skip
+    row = plugins.call(
+        "reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values[0],
+        candidate_values=values[1:], scores=[0.7], dimension="instruction_following", root=tmp_path, ctx=ctx,
+    )  # fmt: skip
+    assert list(row) == schemas.arrow_schema("PoseEditReward").names
+    table = schemas.to_table("PoseEditReward", [row])
+    assert table.column("output_poses").to_pylist() == [[instance.b.state.pose_vector()]]
+    assert (tmp_path / row["conditioning_image"]).is_file()
+    with pytest.raises(ValueError, match="expected 237 floats"):
+        plugins.call(
+            "reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values[0][:5],
+            candidate_values=values[1:], scores=[0.7], dimension="overall", root=tmp_path, ctx=ctx,
+        )  # fmt: skip
