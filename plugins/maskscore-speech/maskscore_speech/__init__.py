@@ -1,11 +1,76 @@
-"""MaskScore's speech modality plugin."""
+"""MaskScore's speech modality plugin: a waveform, scored through the face motion it drives
+(see README.md). Hook implementations only; the work lives in the modules."""
+
+from pathlib import Path
 
 from maskscore_core import hookimpl
-from maskscore_core.records import PluginInfo
+from maskscore_core.records import Asset, PluginInfo
 
-MODALITY = "speech"
+from .representation import (
+    MODALITY,
+    SUFFIX,
+    SpeechAssetError,
+    Waveform,
+    decode_target,
+    decode_waveform,
+    part_actions,
+    read_waveform,
+    synthesize,
+    write_waveform,
+)
+from .table import relative_to_root, resolve, speech_row
+
+
+def _waveform(asset) -> Waveform:
+    if not isinstance(asset.data, Waveform):
+        raise SpeechAssetError(f"a speech asset holds a Waveform, got {type(asset.data).__name__}")
+    return asset.data
 
 
 @hookimpl
 def plugin_info():
     return PluginInfo(kind="modality", provides=(MODALITY,))
+
+
+@hookimpl
+def encode(modality, target, ctx):
+    if modality == MODALITY:
+        return Asset(modality=MODALITY, data=synthesize(target), meta={"transcript": target.transcript})
+
+
+@hookimpl
+def decode_to_mesh(asset, instance, ctx):
+    if asset.modality == MODALITY:
+        return decode_waveform(_waveform(asset), instance)
+
+
+@hookimpl
+def decode_reference(modality, instance, which, ctx):
+    if modality == MODALITY:
+        if which not in ("a", "b"):
+            raise SpeechAssetError(f"reference must be 'a' or 'b', got {which!r}")
+        return decode_target(instance.a if which == "a" else instance.b)
+
+
+@hookimpl
+def mask_part(modality, part, ctx):
+    if modality == MODALITY:
+        return part_actions(part)
+
+
+@hookimpl
+def write_asset(asset, directory, name, ctx):
+    if asset.modality == MODALITY:
+        return relative_to_root(write_waveform(_waveform(asset), Path(directory) / f"{name}{SUFFIX}"), ctx)
+
+
+@hookimpl
+def read_asset(modality, value, root, ctx):
+    if modality == MODALITY:
+        return Asset(modality=MODALITY, data=read_waveform(resolve(value, root)), path=str(value))
+
+
+@hookimpl
+def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
+    if modality == MODALITY:
+        return speech_row(instance, input_value, candidate_values, scores, dimension, root, ctx)

@@ -1,11 +1,58 @@
-"""MaskScore's text modality plugin."""
+"""MaskScore's text modality plugin: a transcript, scored through the mouth motion it implies
+(see README.md). Hook implementations only; the work lives in the modules."""
 
 from maskscore_core import hookimpl
-from maskscore_core.records import PluginInfo
+from maskscore_core.records import Asset, PluginInfo
 
-MODALITY = "text"
+from .representation import MODALITY, TextError, check_text, decode_target, decode_text, part_actions
+from .table import text_row
 
 
 @hookimpl
 def plugin_info():
     return PluginInfo(kind="modality", provides=(MODALITY,))
+
+
+@hookimpl
+def encode(modality, target, ctx):
+    if modality == MODALITY:
+        return Asset(modality=MODALITY, data=check_text(target.transcript, f"transcript of {target.label!r}"))
+
+
+@hookimpl
+def decode_to_mesh(asset, instance, ctx):
+    if asset.modality == MODALITY:
+        return decode_text(check_text(asset.data), instance)
+
+
+@hookimpl
+def decode_reference(modality, instance, which, ctx):
+    if modality == MODALITY:
+        if which not in ("a", "b"):
+            raise TextError(f"reference must be 'a' or 'b', got {which!r}")
+        return decode_target(instance.a if which == "a" else instance.b)
+
+
+@hookimpl
+def mask_part(modality, part, ctx):
+    if modality == MODALITY:
+        return part_actions(part)
+
+
+@hookimpl
+def write_asset(asset, directory, name, ctx):
+    # The table holds transcripts as strings; nothing goes to disk.
+    if asset.modality == MODALITY:
+        return check_text(asset.data)
+
+
+@hookimpl
+def read_asset(modality, value, root, ctx):
+    if modality == MODALITY:
+        return Asset(modality=MODALITY, data=check_text(value))
+
+
+@hookimpl
+def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
+    if modality == MODALITY:
+        return text_row(instance, input_value, candidate_values, scores, dimension, root, ctx)

@@ -1,0 +1,67 @@
+"""Which two derivation paths a multimodal row compares, chosen from the instance alone.
+
+The input (frame A and B, the references) goes through one modality's decode path, the
+candidates through another's; agreement of the two through the ANNY mesh is the score. The pair
+is a deterministic function of the instance key (sha256 of the key, modulo the list of eligible
+ordered pairs), so the same dataset is built on every machine whatever plugins are installed;
+a pair whose plugin is missing fails loudly, naming it.
+
+Eligible outputs: what is said (speech, text) can only carry an edit that changes what is said,
+so those two are output paths only when frame A's and frame B's transcripts differ.
+`ctx.config["multimodal_pair"] = "pose->video"` pins a pair (for tests and ablations).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import attrs
+
+from maskscore_core import vocab
+from maskscore_core.records import EditInstance
+
+# Seed 000's derivation paths that have a decoder to the mesh. "image" is not among them: turning
+# pixels back into a mesh needs an image fitter, which MaskScore does not have (README.md).
+PATHS: tuple[str, ...] = ("depth", "keypoints", "pose", "speech", "text", "video")
+SPOKEN: tuple[str, ...] = ("speech", "text")
+
+
+class PairError(ValueError):
+    """A modality pair that cannot be used (unknown path, same path twice, malformed)."""
+
+
+@attrs.frozen
+class Pair:
+    input: str
+    output: str
+
+    def __str__(self) -> str:
+        return f"{self.input}->{self.output}"
+
+
+def parse_pair(text: str) -> Pair:
+    if not isinstance(text, str) or text.count("->") != 1:
+        raise PairError(f"a modality pair is written 'input->output', got {text!r}")
+    pair = Pair(*(part.strip() for part in text.split("->")))
+    for name in (pair.input, pair.output):
+        vocab.check_modality(name)
+        if name not in PATHS:
+            raise PairError(f"{name!r} is not a derivation path; expected one of: {', '.join(PATHS)}")
+    if pair.input == pair.output:
+        raise PairError(f"a multimodal pair needs two different paths, got {text!r}")
+    return pair
+
+
+def eligible_pairs(instance: EditInstance) -> list[Pair]:
+    says_something_new = instance.a.transcript.strip() != instance.b.transcript.strip()
+    outputs = [m for m in PATHS if m not in SPOKEN or says_something_new]
+    return [Pair(i, o) for o in outputs for i in PATHS if i != o]
+
+
+def choose_pair(instance: EditInstance, ctx) -> Pair:
+    pinned = ctx.config.get("multimodal_pair")
+    if pinned:
+        return parse_pair(pinned)
+    pairs = eligible_pairs(instance)
+    digest = hashlib.sha256(instance.key.encode("utf-8")).digest()
+    return pairs[int.from_bytes(digest[:8], "big") % len(pairs)]

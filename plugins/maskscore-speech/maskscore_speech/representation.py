@@ -1,0 +1,127 @@
+"""The speech representation: a 16 kHz mono waveform, and the face motion it drives.
+
+Audio reaches the mesh through the face: pocketsphinx aligns the waveform's phones against the
+instruction's phrase (frame B's transcript), the timed phones become visemes and then ANNY
+facial activations (T, 52) at the video frame rate (`maskscore_core.speech`). The score compares
+those audio-derived activations with the video-derived ones (the target clip's expressions)
+through SOMA face bone rotations, and renders a representative mesh: frame A's body wearing the
+audio-derived expression at frame B's time. No lip-sync model, no speech recogniser.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from maskscore_core.records import Decoded, EditInstance, Target
+
+MODALITY = "speech"
+SAMPLE_RATE = 16_000
+SUFFIX = ".wav"
+
+
+class SpeechAssetError(ValueError):
+    """A waveform that cannot be used (empty, not 1-D, NaN, out of range, wrong rate)."""
+
+
+def _samples(value) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim != 1 or arr.size == 0:
+        raise SpeechAssetError(f"a waveform must be a non-empty 1-D sample array, got shape {arr.shape}")
+    if arr.dtype == np.int16:
+        return arr
+    if not np.issubdtype(arr.dtype, np.number):
+        raise SpeechAssetError(f"waveform samples must be numbers, got dtype {arr.dtype}")
+    if not np.all(np.isfinite(arr)):
+        raise SpeechAssetError(f"waveform holds {int((~np.isfinite(arr)).sum())} NaN or infinite samples")
+    if arr.min() < -32768 or arr.max() > 32767 or not np.array_equal(arr, np.round(arr)):
+        raise SpeechAssetError("waveform samples must be 16-bit integers (-32768..32767)")
+    return arr.astype(np.int16)
+
+
+@attrs.frozen(eq=False)
+class Waveform:
+    """16-bit mono samples at 16 kHz: the rate pocketsphinx's acoustic model expects."""
+
+    samples: np.ndarray = attrs.field(converter=_samples)
+    sample_rate: int = SAMPLE_RATE
+
+    def __attrs_post_init__(self):
+        if self.sample_rate != SAMPLE_RATE:
+            raise SpeechAssetError(f"waveforms are {SAMPLE_RATE} Hz, got {self.sample_rate} Hz (resample on read)")
+
+    @property
+    def duration_s(self) -> float:
+        return self.samples.size / self.sample_rate
+
+
+def synthesize(target: Target) -> Waveform:
+    """The target's transcript spoken in its subject's voice (espeak-ng, deterministic)."""
+    from maskscore_core import speech
+    from maskscore_core.speech.audio import load_speech_audio
+
+    if not target.transcript.strip():
+        raise SpeechAssetError(f"target {target.label!r} has no transcript to speak")
+    with tempfile.TemporaryDirectory(prefix="maskscore-speech-") as tmp:
+        path = speech.synthesize(target.transcript, target.subject.voice, Path(tmp) / "speech.wav")
+        return Waveform(load_speech_audio(path))
+
+
+def write_waveform(waveform: Waveform, path: Path) -> Path:
+    from maskscore_core.speech.audio import write_wav
+
+    return write_wav(path, waveform.samples, waveform.sample_rate)
+
+
+def read_waveform(path: Path) -> Waveform:
+    """A wav file as a 16 kHz waveform; missing, corrupt or empty files raise naming the file."""
+    from maskscore_core.speech.audio import load_speech_audio
+
+    return Waveform(load_speech_audio(path))
+
+
+def audio_activations(waveform: Waveform, phrase: str, fps: float) -> np.ndarray:
+    """(T, 52) facial activations driven by the waveform: its phones, aligned by pocketsphinx
+    against `phrase`, turned into visemes and actions at `fps`."""
+    from maskscore_core import speech
+
+    with tempfile.TemporaryDirectory(prefix="maskscore-speech-") as tmp:
+        path = write_waveform(waveform, Path(tmp) / "candidate.wav")
+        phones = speech.align(path, phrase)
+    return np.asarray(speech.activations_from_phones(phones, fps, waveform.duration_s), dtype=np.float64)
+
+
+def mesh_with_activations(instance: EditInstance, activations: np.ndarray) -> np.ndarray:
+    """Frame A's body (phenotype, pose, accessories) with the activation row at frame B's time."""
+    from maskscore_core.reference_mesh import get_reference_mesh
+
+    row = min(len(instance.b.states) // 2, len(activations) - 1)
+    state = attrs.evolve(instance.a.state, expression=np.clip(activations[row], 0.0, 1.0))
+    return get_reference_mesh().vertices([state])[0]
+
+
+def decode_waveform(waveform: Waveform, instance: EditInstance) -> Decoded:
+    activations = audio_activations(waveform, instance.b.transcript, instance.a.fps)
+    return Decoded(vertices=mesh_with_activations(instance, activations), activations=activations)
+
+
+def decode_target(target: Target) -> Decoded:
+    """A reference: the target's representative mesh and its video-derived activations (the truth)."""
+    from maskscore_core.reference_mesh import get_reference_mesh
+
+    activations = np.stack([state.expression for state in target.states])
+    return Decoded(vertices=get_reference_mesh().vertices([target.state])[0], activations=activations)
+
+
+def part_actions(part: str) -> tuple[str, ...]:
+    """Speech's mask of a part: the facial actions of that part that the voice can drive."""
+    from maskscore_core import parts
+
+    parts.check_active(part)
+    actions = tuple(parts.part_actions(part))
+    if not actions:
+        raise parts.PartError(f"part {part!r} has no facial actions; speech drives only face actions")
+    return actions

@@ -1,0 +1,169 @@
+"""The video representation: a clip of per-frame ANNY body states, and its files.
+
+On disk a clip is a folder: one RGB PNG per frame (a Mitsuba render of that frame's mesh, what a
+viewer sees), `frames.json` (the per-frame `BodyState`s, the frame rate, the transcript) and
+`audio.wav` (the aligned audio: the transcript spoken in the subject's voice). Decoding PNG
+pixels back to a mesh would need an image fitter, which MaskScore does not have; `frames.json`
+is what decodes. The PNGs are there for people and for image-based reward models.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from maskscore_core.records import BodyState, Target, converter
+
+FORMAT = "maskscore-video/1"
+FRAMES_FILE = "frames.json"
+AUDIO_FILE = "audio.wav"
+DEFAULT_FRAME_RESOLUTION = 128
+# Per-frame render-and-compare looks at this many frames, evenly spaced over the clip (first and
+# last included), so a long clip costs the same as a short one and every clip is compared on the
+# same number of frames.
+DEFAULT_SAMPLED_FRAMES = 4
+
+
+class VideoError(ValueError):
+    """A clip that cannot be read or used (missing folder or file, corrupt JSON, bad values)."""
+
+
+@attrs.frozen
+class Clip:
+    """The frames of one clip: what is shown (states), how fast, and what is said."""
+
+    states: tuple[BodyState, ...] = attrs.field(converter=tuple)
+    fps: float
+    transcript: str = ""
+    voice: str = "en-us"
+
+    def __attrs_post_init__(self):
+        if not self.states:
+            raise VideoError("a video clip needs at least one frame")
+        if not (isinstance(self.fps, (int, float)) and math.isfinite(self.fps) and self.fps > 0):
+            raise VideoError(f"a video clip needs a positive, finite frame rate, got {self.fps!r}")
+        for i, state in enumerate(self.states):
+            if not isinstance(state, BodyState):
+                raise VideoError(f"frame {i} is a {type(state).__name__}, not a BodyState")
+
+    def activations(self) -> np.ndarray:
+        """(T, 52) facial actions, one row per frame: the video-derived activation sequence."""
+        return np.stack([state.expression for state in self.states])
+
+
+def clip_from_target(target: Target) -> Clip:
+    return Clip(states=target.states, fps=float(target.fps), transcript=target.transcript, voice=target.subject.voice)
+
+
+def sample_indices(frame_count: int, count: int) -> list[int]:
+    """`count` frame indices evenly spaced over a clip (fewer when the clip is shorter)."""
+    if count <= 0:
+        raise VideoError(f"the number of sampled frames must be positive, got {count}")
+    return sorted({int(round(x)) for x in np.linspace(0, frame_count - 1, min(count, frame_count))})
+
+
+def frame_file(index: int) -> str:
+    return f"frame_{index:05d}.png"
+
+
+def frame_vertices(states) -> list[np.ndarray]:
+    """Reference-mesh vertices of each state, evaluated one at a time: a frame's mesh is then
+    bit-identical whichever clip (batch) it comes from."""
+    from maskscore_core.reference_mesh import get_reference_mesh
+
+    reference = get_reference_mesh()
+    return [reference.vertices([state])[0] for state in states]
+
+
+def write_clip(clip: Clip, folder: Path, resolution: int) -> None:
+    """Render every frame to a PNG, write frames.json and the aligned audio."""
+    import imageio.v3 as iio
+
+    from maskscore_core import render, speech
+    from maskscore_core.views import ViewConfig
+
+    folder.mkdir(parents=True, exist_ok=True)
+    # One frontal camera: Hammersley sample 0 of 1 with offset u = 0.5 sits at yaw 0, pitch 0.
+    renderer = render.get_renderer(ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0)))
+    vertices = frame_vertices(clip.states)
+    for index, frame_vertices in enumerate(vertices):
+        rgb = renderer.render_rgb(frame_vertices, resolution, resolution, view_index=0)
+        iio.imwrite(folder / frame_file(index), rgb, extension=".png")
+    manifest = {
+        "format": FORMAT,
+        "fps": clip.fps,
+        "transcript": clip.transcript,
+        "voice": clip.voice,
+        "frame_files": [frame_file(i) for i in range(len(clip.states))],
+        "frames": [converter.unstructure(state) for state in clip.states],
+    }
+    (folder / FRAMES_FILE).write_text(json.dumps(manifest, sort_keys=True, indent=1))
+    if clip.transcript.strip():
+        speech.synthesize(clip.transcript, clip.voice, folder / AUDIO_FILE)
+
+
+def read_clip(folder: Path) -> Clip:
+    """Read a clip folder back; every problem names the file and what is wrong with it."""
+    if not folder.is_dir():
+        raise VideoError(f"video folder {folder} does not exist")
+    manifest_path = folder / FRAMES_FILE
+    if not manifest_path.is_file():
+        raise VideoError(f"video folder {folder} has no {FRAMES_FILE}")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise VideoError(f"{manifest_path} is not valid JSON: {err}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise VideoError(f"{manifest_path} is not a {FORMAT} manifest")
+    frames = manifest.get("frames")
+    files = manifest.get("frame_files")
+    if not isinstance(frames, list) or not isinstance(files, list) or len(frames) != len(files):
+        raise VideoError(f"{manifest_path}: 'frames' and 'frame_files' must be lists of equal length")
+    missing = [name for name in files if not (folder / name).is_file()]
+    if missing:
+        raise VideoError(f"video folder {folder} lacks {len(missing)} frame images (first: {missing[0]})")
+    states = []
+    for i, frame in enumerate(frames):
+        try:
+            states.append(converter.structure(frame, BodyState))
+        except Exception as err:  # cattrs wraps the converter's ValueError in a group
+            raise VideoError(f"{manifest_path}: frame {i} is not a valid body state: {_reason(err)}") from None
+    return Clip(
+        states=states,
+        fps=manifest.get("fps"),
+        transcript=str(manifest.get("transcript", "")),
+        voice=str(manifest.get("voice", "en-us")),
+    )
+
+
+def _reason(err: BaseException) -> str:
+    """The innermost message of a (possibly grouped) cattrs error."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return f"{type(err).__name__}: {err}"
+
+
+def relative_to_root(path: Path, ctx) -> str:
+    """The table value for a written file: relative to the dataset root when it lies inside it.
+
+    The root is `ctx.config["dataset_root"]` when the dataset builder sets it, else ctx.workdir.
+    """
+    root = Path(ctx.config.get("dataset_root") or ctx.workdir).resolve()
+    path = Path(path).resolve()
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def resolve(value, root) -> Path:
+    """A table value back to a filesystem path (relative values are under the dataset root)."""
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise VideoError(f"a video table value must be a non-empty path, got {value!r}")
+    path = Path(value)
+    return path if path.is_absolute() or root is None else Path(root) / path
