@@ -43,17 +43,11 @@ def _describe(subjects: dict[str, list[str]]) -> str:
 
 
 def check_leakage(root: Path, split: str, seed: int, bench_dir: Path | None = None) -> dict[str, list[str]]:
-    """Raise LeakageError when a subject sits in the wrong pool for `split` under `seed`, or (for
-    training splits, given `bench_dir`) when a subject also appears in that bench. Returns the
+    """Raise LeakageError when (for training splits, given `bench_dir`) a subject also appears in
+    that bench, or when a subject sits in the wrong pool for `split` under `seed`. Returns the
     dataset's subjects."""
     subjects = dataset_subjects(root)
     expected = pool_for_split(split)
-    misplaced = {s: keys for s, keys in subjects.items() if subject_pool(s, seed) != expected}
-    if misplaced:
-        raise LeakageError(
-            f"leakage gate: {len(misplaced)} subject(s) of the {split} set at {root} belong to the"
-            f" {'train' if expected == 'bench' else 'bench'} pool for seed {seed}: {_describe(misplaced)}"
-        )
     if bench_dir is not None and expected == "train":
         shared = {s: keys for s, keys in subjects.items() if s in dataset_subjects(bench_dir)}
         if shared:
@@ -61,4 +55,10 @@ def check_leakage(root: Path, split: str, seed: int, bench_dir: Path | None = No
                 f"leakage gate: {len(shared)} subject(s) of the {split} set at {root} also appear in the"
                 f" bench at {bench_dir}: {_describe(shared)}"
             )
+    misplaced = {s: keys for s, keys in subjects.items() if subject_pool(s, seed) != expected}
+    if misplaced:
+        raise LeakageError(
+            f"leakage gate: {len(misplaced)} subject(s) of the {split} set at {root} belong to the"
+            f" {'train' if expected == 'bench' else 'bench'} pool for seed {seed}: {_describe(misplaced)}"
+        )
     return subjects
