@@ -1,0 +1,276 @@
+"""Per-pixel distances between renders, averaged over a part's pixels: L1, SSIM and LPIPS.
+
+Every function takes a batch of views (N, H, W) or (N, H, W, C) for the two sides plus a
+(N, H, W) boolean mask, and averages over the masked pixels of all views together (a view in
+which the part is hidden simply contributes no pixels). An empty mask has no mean: it raises
+`EmptyMaskError` rather than inventing a score, so the caller decides what an invisible part
+means.
+
+SSIM follows Wang et al. 2004 with the usual constants: an 11x11 Gaussian window (sigma 1.5),
+K1 = 0.01, K2 = 0.03; borders are padded by symmetric reflection (scipy's "reflect", as
+scikit-image does). Normals live in [-1, 1], so their data range is L = 2 (`NORMALS_RANGE`).
+
+LPIPS is lpips's own v0.1 AlexNet model (`lpips.LPIPS(net="alex", spatial=True)`), with the
+backbone loaded from the verified checkpoint of `lpips_weights` (never random weights) and the
+linear layers checked equal to lpips's packaged v0.1 weights. Features of a reference are
+computed once (`Lpips.features`) and reused against every candidate.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import attrs
+import numpy as np
+import torch
+
+from . import lpips_weights
+
+NORMALS_RANGE = 2.0  # normals are unit vectors: components in [-1, 1]
+SSIM_WINDOW = 11
+SSIM_SIGMA = 1.5
+SSIM_K1 = 0.01
+SSIM_K2 = 0.03
+
+
+class EmptyMaskError(ValueError):
+    """A masked mean over a mask that selects no pixel."""
+
+
+class ImageShapeError(ValueError):
+    """Images or masks whose shapes or values do not fit together."""
+
+
+def _tensor(x, what: str) -> torch.Tensor:
+    t = torch.as_tensor(x) if not isinstance(x, torch.Tensor) else x
+    if t.dtype == torch.bool:
+        return t
+    t = t.to(torch.float64)
+    if not torch.isfinite(t).all():
+        raise ImageShapeError(f"{what} holds NaN or infinite values")
+    return t
+
+
+def _views_and_mask(a, b, mask) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """a, b as (N, H, W, C) float64 and mask as (N, H, W) bool, with the shapes checked."""
+    ta, tb = _tensor(a, "first image batch"), _tensor(b, "second image batch")
+    tm = torch.as_tensor(mask)
+    if ta.shape != tb.shape:
+        raise ImageShapeError(f"image batches differ in shape: {tuple(ta.shape)} vs {tuple(tb.shape)}")
+    if ta.ndim == 3:
+        ta, tb = ta[..., None], tb[..., None]
+    if ta.ndim != 4:
+        raise ImageShapeError(f"images must be (N, H, W) or (N, H, W, C), got {tuple(ta.shape)}")
+    if tm.dtype != torch.bool:
+        raise ImageShapeError(f"mask must be boolean, got {tm.dtype}")
+    if tuple(tm.shape) != tuple(ta.shape[:3]):
+        raise ImageShapeError(f"mask shape {tuple(tm.shape)} does not match the images' (N, H, W) {tuple(ta.shape[:3])}")
+    return ta, tb, tm
+
+
+def masked_mean(values, mask) -> float:
+    """Mean of a per-pixel map (N, H, W) over the pixels where mask (N, H, W) is True."""
+    tv = _tensor(values, "value map")
+    tm = torch.as_tensor(mask)
+    if tm.dtype != torch.bool:
+        raise ImageShapeError(f"mask must be boolean, got {tm.dtype}")
+    if tuple(tm.shape) != tuple(tv.shape):
+        raise ImageShapeError(f"mask shape {tuple(tm.shape)} does not match the map's {tuple(tv.shape)}")
+    count = int(tm.sum())
+    if count == 0:
+        raise EmptyMaskError("the mask selects no pixel (is the part hidden in every view?)")
+    return float(tv[tm].sum() / count)
+
+
+def masked_l1(a, b, mask) -> float:
+    """Mean absolute difference over the masked pixels (and over channels, if any)."""
+    ta, tb, tm = _views_and_mask(a, b, mask)
+    return masked_mean((ta - tb).abs().mean(dim=-1), tm)
+
+
+def _gaussian_window(size: int = SSIM_WINDOW, sigma: float = SSIM_SIGMA) -> torch.Tensor:
+    x = torch.arange(size, dtype=torch.float64) - (size - 1) / 2
+    w = torch.exp(-(x**2) / (2 * sigma**2))
+    return w / w.sum()
+
+
+def _symmetric_indices(size: int, radius: int, start: int, stop: int) -> torch.Tensor:
+    """Indices of rows start-radius .. stop+radius, reflected half-sample symmetrically
+    (d c b a | a b c d, scipy's "reflect") where they leave 0 .. size-1."""
+    if radius > size:
+        raise ImageShapeError(f"images of {size} pixels across are smaller than the SSIM window radius {radius}")
+    idx = torch.arange(start - radius, stop + radius)
+    idx = torch.where(idx < 0, -idx - 1, idx)
+    return torch.where(idx >= size, 2 * size - 1 - idx, idx)
+
+
+def _blur_valid(planes: torch.Tensor) -> torch.Tensor:
+    """Separable 11x11 Gaussian filter of padded (B, H+10, W+10) planes -> (B, H, W).
+
+    Written as 2 x 11 in-place shifted adds: on a CPU this is several times faster than
+    conv2d with a one-channel kernel, and gives the same sums.
+    """
+    weights = [float(v) for v in _gaussian_window()]
+    width = planes.shape[-1] - (SSIM_WINDOW - 1)
+    rows = planes[..., :, 0:width] * weights[0]
+    for i in range(1, SSIM_WINDOW):
+        rows.add_(planes[..., :, i : i + width], alpha=weights[i])
+    height = planes.shape[-2] - (SSIM_WINDOW - 1)
+    out = rows[..., 0:height, :] * weights[0]
+    for i in range(1, SSIM_WINDOW):
+        out.add_(rows[..., i : i + height, :], alpha=weights[i])
+    return out
+
+
+def _ssim_window_map(ta: torch.Tensor, tb: torch.Tensor, rows: tuple[int, int], cols: tuple[int, int],
+                     data_range: float) -> torch.Tensor:
+    """SSIM (N, rows, cols) of (N, H, W, C) batches over one rectangle, channels averaged.
+
+    Only the rectangle (plus the window's halo) is filtered, so a small part costs little.
+    Float32 arithmetic: identical inputs still give exactly 1.
+    """
+    n, h, w, c = ta.shape
+    radius = SSIM_WINDOW // 2
+    ri = _symmetric_indices(h, radius, *rows)
+    ci = _symmetric_indices(w, radius, *cols)
+    pa = ta[:, ri][:, :, ci].permute(0, 3, 1, 2).reshape(n * c, len(ri), len(ci)).to(torch.float32)
+    pb = tb[:, ri][:, :, ci].permute(0, 3, 1, 2).reshape(n * c, len(ri), len(ci)).to(torch.float32)
+    with torch.no_grad():
+        mu_a, mu_b, aa, bb, ab = _blur_valid(torch.cat([pa, pb, pa * pa, pb * pb, pa * pb])).split(n * c)
+    var_a, var_b, cov = aa - mu_a * mu_a, bb - mu_b * mu_b, ab - mu_a * mu_b
+    c1, c2 = (SSIM_K1 * data_range) ** 2, (SSIM_K2 * data_range) ** 2
+    ssim = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a * mu_a + mu_b * mu_b + c1) * (var_a + var_b + c2))
+    return ssim.reshape(n, c, rows[1] - rows[0], cols[1] - cols[0]).mean(dim=1).to(torch.float64)
+
+
+def ssim_map(a, b, data_range: float = NORMALS_RANGE) -> torch.Tensor:
+    """Per-pixel SSIM (N, H, W) of two (N, H, W[, C]) batches, averaged over channels."""
+    ta, tb, _ = _views_and_mask(a, b, torch.ones(torch.as_tensor(a).shape[:3], dtype=torch.bool))
+    return _ssim_window_map(ta, tb, (0, ta.shape[1]), (0, ta.shape[2]), data_range)
+
+
+def masked_ssim(a, b, mask, data_range: float = NORMALS_RANGE) -> float:
+    """SSIM (1 = identical) averaged over the masked pixels; windows see the whole image."""
+    ta, tb, tm = _views_and_mask(a, b, mask)
+    if not bool(tm.any()):
+        raise EmptyMaskError("the mask selects no pixel (is the part hidden in every view?)")
+    rows = torch.nonzero(tm.any(dim=(0, 2)))[:, 0]
+    cols = torch.nonzero(tm.any(dim=(0, 1)))[:, 0]
+    r0, r1, c0, c1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+    window = _ssim_window_map(ta, tb, (r0, r1), (c0, c1), data_range)
+    return masked_mean(window, tm[:, r0:r1, c0:c1])
+
+
+@attrs.frozen
+class LpipsFeatures:
+    """LPIPS's five unit-normalised AlexNet feature maps of a batch of images."""
+
+    layers: tuple[torch.Tensor, ...]
+    image_size: tuple[int, int]
+
+    @property
+    def batch(self) -> int:
+        return int(self.layers[0].shape[0])
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return self.layers[index]
+
+
+class Lpips:
+    """LPIPS v0.1 (AlexNet) on images in [-1, 1]: features once, spatial distance maps after."""
+
+    def __init__(self, checkpoint: Path | None = None) -> None:
+        import lpips
+
+        weights = lpips_weights.load_checkpoint(checkpoint)
+        # pnet_rand: no torchvision download; the backbone is replaced right below.
+        # fork_rng: the throwaway random initialisation must not move the caller's torch RNG.
+        with torch.random.fork_rng(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torchvision's "pretrained is deprecated"
+            self._model = lpips.LPIPS(net="alex", version="0.1", pnet_rand=True, spatial=True, verbose=False)
+        convs = [m for m in self._model.net.modules() if isinstance(m, torch.nn.Conv2d)]
+        if len(convs) != len(weights["conv_weights"]):
+            raise lpips_weights.WeightsError(f"lpips's AlexNet has {len(convs)} convolutions, the checkpoint 5")
+        with torch.no_grad():
+            for conv, w, bias in zip(convs, weights["conv_weights"], weights["conv_biases"]):
+                if tuple(conv.weight.shape) != w.shape:
+                    raise lpips_weights.WeightsError(f"AlexNet conv {tuple(conv.weight.shape)} vs checkpoint {w.shape}")
+                conv.weight.copy_(torch.from_numpy(w))
+                conv.bias.copy_(torch.from_numpy(bias))
+        for i, (lin, w) in enumerate(zip(self._model.lins, weights["linear_weights"])):
+            packaged = lin.model[-1].weight.detach()
+            if not torch.equal(packaged, torch.from_numpy(w)):
+                raise lpips_weights.WeightsError(
+                    f"lpips's packaged v0.1 linear layer {i} differs from the checkpoint's: this lpips install"
+                    " does not match the backbone the checkpoint was exported with"
+                )
+        self._model.eval()
+        for p in self._model.parameters():
+            p.requires_grad_(False)
+
+    def features(self, images) -> LpipsFeatures:
+        """Normalised features of (N, 3, H, W) images in [-1, 1] (torch or numpy), one forward."""
+        x = torch.as_tensor(images) if not isinstance(images, torch.Tensor) else images
+        if x.ndim != 4 or x.shape[1] != 3:
+            raise ImageShapeError(f"LPIPS expects (N, 3, H, W) images, got {tuple(x.shape)}")
+        x = x.to(torch.float32)
+        if not torch.isfinite(x).all():
+            raise ImageShapeError("LPIPS input holds NaN or infinite values")
+        if float(x.abs().max()) > 1.0 + 1e-5:
+            raise ImageShapeError(f"LPIPS expects values in [-1, 1], got a maximum magnitude of {float(x.abs().max()):.4g}")
+        import lpips
+
+        with torch.no_grad():
+            outs = self._model.net.forward(self._model.scaling_layer(x))
+            layers = tuple(lpips.normalize_tensor(o) for o in outs)
+        return LpipsFeatures(layers=layers, image_size=(int(x.shape[2]), int(x.shape[3])))
+
+    def distance_map(self, features_a: LpipsFeatures, features_b: LpipsFeatures) -> torch.Tensor:
+        """Spatial LPIPS (B, H, W), upsampled to image size as lpips's spatial mode does.
+
+        features_b may hold the N reference views once while features_a holds G x N candidate
+        views (candidate-major): the reference is then tiled G times.
+        """
+        if features_a.image_size != features_b.image_size:
+            raise ImageShapeError(f"LPIPS features of {features_a.image_size} and {features_b.image_size} images")
+        na, nb = features_a.batch, features_b.batch
+        if na % nb != 0:
+            raise ImageShapeError(f"LPIPS batches of {na} and {nb} images: the first must be a multiple of the second")
+        repeat = na // nb
+        import lpips.lpips as lpips_module
+
+        total = None
+        with torch.no_grad():
+            for lin, fa, fb in zip(self._model.lins, features_a.layers, features_b.layers):
+                fb = fb.repeat(repeat, 1, 1, 1) if repeat > 1 else fb
+                layer = lpips_module.upsample(lin((fa - fb) ** 2), out_HW=features_a.image_size)
+                total = layer if total is None else total + layer
+        return total[:, 0]
+
+    def distance(self, features_a: LpipsFeatures, features_b: LpipsFeatures, mask) -> float:
+        """LPIPS averaged over the masked pixels of all views."""
+        return masked_mean(self.distance_map(features_a, features_b), mask)
+
+
+def normals_to_images(normals) -> torch.Tensor:
+    """(N, H, W, 3) normals in [-1, 1] -> (N, 3, H, W) float32, the layout LPIPS wants."""
+    t = torch.as_tensor(normals, dtype=torch.float32)
+    if t.ndim != 4 or t.shape[-1] != 3:
+        raise ImageShapeError(f"normals must be (N, H, W, 3), got {tuple(t.shape)}")
+    return t.permute(0, 3, 1, 2).contiguous().clamp(-1.0, 1.0)
+
+
+_SHARED: dict[str, Lpips] = {}
+
+
+def get_lpips() -> Lpips:
+    """One LPIPS model per process and cache directory (loading it reads and hashes 10 MB)."""
+    key = os.fspath(lpips_weights.checkpoint_path())
+    if key not in _SHARED:
+        _SHARED[key] = Lpips()
+    return _SHARED[key]
