@@ -35,7 +35,7 @@ def plugin_info():
 @hookimpl
 def encode(modality, target, ctx):
     if modality == MODALITY:
-        return Asset(modality=MODALITY, data=synthesize(target), meta={"transcript": target.transcript})
+        return Asset(modality=MODALITY, data=synthesize(target))
 
 
 @hookimpl

@@ -1,8 +1,10 @@
 """The speech representation: a 16 kHz mono waveform, and the face motion it drives.
 
-Audio reaches the mesh through the face: pocketsphinx aligns the waveform's phones against the
-instruction's phrase (frame B's transcript), the timed phones become visemes and then ANNY
-facial activations (T, 52) at the video frame rate (`maskscore_core.speech`). The score compares
+Audio reaches the mesh through the face: pocketsphinx aligns the waveform against the words it
+is meant to say (the transcript the audio was made from, kept next to the wav as `<name>.txt`;
+the instruction's phrase, frame B's transcript, when there is none), the timed phones become
+visemes and then ANNY facial activations (T, 52) at the video frame rate
+(`maskscore_core.speech`). The words fix which phones; their timing comes from the waveform. The score compares
 those audio-derived activations with the video-derived ones (the target clip's expressions)
 through SOMA face bone rotations, and renders a representative mesh: frame A's body wearing the
 audio-derived expression at frame B's time. No lip-sync model, no speech recogniser.
@@ -44,10 +46,12 @@ def _samples(value) -> np.ndarray:
 
 @attrs.frozen(eq=False)
 class Waveform:
-    """16-bit mono samples at 16 kHz: the rate pocketsphinx's acoustic model expects."""
+    """16-bit mono samples at 16 kHz (the rate pocketsphinx's acoustic model expects), and the
+    words they are meant to say ("" when unknown)."""
 
     samples: np.ndarray = attrs.field(converter=_samples)
     sample_rate: int = SAMPLE_RATE
+    transcript: str = ""
 
     def __attrs_post_init__(self):
         if self.sample_rate != SAMPLE_RATE:
@@ -60,38 +64,43 @@ class Waveform:
 
 def synthesize(target: Target) -> Waveform:
     """The target's transcript spoken in its subject's voice (espeak-ng, deterministic)."""
-    from maskscore_core import speech
     from maskscore_core.speech.audio import load_speech_audio
+    from maskscore_core.speech.synthesis import synthesize as synthesize_wav
 
     if not target.transcript.strip():
         raise SpeechAssetError(f"target {target.label!r} has no transcript to speak")
     with tempfile.TemporaryDirectory(prefix="maskscore-speech-") as tmp:
-        path = speech.synthesize(target.transcript, target.subject.voice, Path(tmp) / "speech.wav")
-        return Waveform(load_speech_audio(path))
+        path = synthesize_wav(target.transcript, target.subject.voice, Path(tmp) / "speech.wav")
+        return Waveform(load_speech_audio(path), transcript=target.transcript)
 
 
 def write_waveform(waveform: Waveform, path: Path) -> Path:
+    """The wav file, and its transcript next to it (`<name>.txt`) when known."""
     from maskscore_core.speech.audio import write_wav
 
-    return write_wav(path, waveform.samples, waveform.sample_rate)
+    write_wav(path, waveform.samples, waveform.sample_rate)
+    if waveform.transcript:
+        path.with_suffix(".txt").write_text(waveform.transcript + "\n", encoding="utf-8")
+    return path
 
 
 def read_waveform(path: Path) -> Waveform:
     """A wav file as a 16 kHz waveform; missing, corrupt or empty files raise naming the file."""
     from maskscore_core.speech.audio import load_speech_audio
 
-    return Waveform(load_speech_audio(path))
+    sidecar = path.with_suffix(".txt")
+    transcript = sidecar.read_text(encoding="utf-8").strip() if sidecar.is_file() else ""
+    return Waveform(load_speech_audio(path), transcript=transcript)
 
 
 def audio_activations(waveform: Waveform, phrase: str, fps: float) -> np.ndarray:
     """(T, 52) facial activations driven by the waveform: its phones, aligned by pocketsphinx
     against `phrase`, turned into visemes and actions at `fps`."""
-    from maskscore_core import speech
+    from maskscore_core.speech import activations_from_phones
+    from maskscore_core.speech.alignment import align_samples
 
-    with tempfile.TemporaryDirectory(prefix="maskscore-speech-") as tmp:
-        path = write_waveform(waveform, Path(tmp) / "candidate.wav")
-        phones = speech.align(path, phrase)
-    return np.asarray(speech.activations_from_phones(phones, fps, waveform.duration_s), dtype=np.float64)
+    phones = align_samples(waveform.samples, phrase, source="speech candidate")
+    return np.asarray(activations_from_phones(phones, fps, waveform.duration_s), dtype=np.float64)
 
 
 def mesh_with_activations(instance: EditInstance, activations: np.ndarray) -> np.ndarray:
@@ -104,7 +113,7 @@ def mesh_with_activations(instance: EditInstance, activations: np.ndarray) -> np
 
 
 def decode_waveform(waveform: Waveform, instance: EditInstance) -> Decoded:
-    activations = audio_activations(waveform, instance.b.transcript, instance.a.fps)
+    activations = audio_activations(waveform, waveform.transcript or instance.b.transcript, instance.a.fps)
     return Decoded(vertices=mesh_with_activations(instance, activations), activations=activations)
 
 

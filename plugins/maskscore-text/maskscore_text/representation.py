@@ -35,11 +35,11 @@ def check_text(value, what: str = "transcript") -> str:
 
 def text_activations(text: str, fps: float) -> np.ndarray:
     """(T, 52) facial activations implied by `text` spoken at the default rate, sampled at fps."""
-    from maskscore_core import speech
+    from maskscore_core.speech import activations_from_phones
+    from maskscore_core.speech.phonemes import phone_timeline, timeline_duration_s
 
-    timeline = speech.phone_timeline(check_text(text))  # default durations, speaking rate 1.0
-    duration = speech.timeline_duration_s(timeline)
-    return np.asarray(speech.activations_from_phones(timeline, fps, duration), dtype=np.float64)
+    timeline = phone_timeline(check_text(text))  # default durations, speaking rate 1.0
+    return np.asarray(activations_from_phones(timeline, fps, timeline_duration_s(timeline)), dtype=np.float64)
 
 
 def representative_frame(instance: EditInstance) -> int:

@@ -84,15 +84,16 @@ def write_clip(clip: Clip, folder: Path, resolution: int) -> None:
     """Render every frame to a PNG, write frames.json and the aligned audio."""
     import imageio.v3 as iio
 
-    from maskscore_core import render, speech
+    from maskscore_core import render
+    from maskscore_core.speech.synthesis import synthesize
     from maskscore_core.views import ViewConfig
 
     folder.mkdir(parents=True, exist_ok=True)
     # One frontal camera: Hammersley sample 0 of 1 with offset u = 0.5 sits at yaw 0, pitch 0.
     renderer = render.get_renderer(ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0)))
     vertices = frame_vertices(clip.states)
-    for index, frame_vertices in enumerate(vertices):
-        rgb = renderer.render_rgb(frame_vertices, resolution, resolution, view_index=0)
+    for index, one_frame in enumerate(vertices):
+        rgb = renderer.render_rgb(one_frame, resolution, resolution, view_index=0)
         iio.imwrite(folder / frame_file(index), rgb, extension=".png")
     manifest = {
         "format": FORMAT,
@@ -104,7 +105,7 @@ def write_clip(clip: Clip, folder: Path, resolution: int) -> None:
     }
     (folder / FRAMES_FILE).write_text(json.dumps(manifest, sort_keys=True, indent=1))
     if clip.transcript.strip():
-        speech.synthesize(clip.transcript, clip.voice, folder / AUDIO_FILE)
+        synthesize(clip.transcript, clip.voice, folder / AUDIO_FILE)
 
 
 def read_clip(folder: Path) -> Clip:
