@@ -34,12 +34,10 @@ def check_text(value, what: str = "transcript") -> str:
 
 
 def text_activations(text: str, fps: float) -> np.ndarray:
-    """(T, 52) facial activations implied by `text` spoken at the default rate, sampled at fps."""
-    from maskscore_core.speech import activations_from_phones
-    from maskscore_core.speech.phonemes import phone_timeline, timeline_duration_s
+    """(T, 52) facial activations implied by `text` spoken at the default phone durations."""
+    from maskscore_core import speech
 
-    timeline = phone_timeline(check_text(text))  # default durations, speaking rate 1.0
-    return np.asarray(activations_from_phones(timeline, fps, timeline_duration_s(timeline)), dtype=np.float64)
+    return np.asarray(speech.text_activations(check_text(text), fps), dtype=np.float64)
 
 
 def representative_frame(instance: EditInstance) -> int:

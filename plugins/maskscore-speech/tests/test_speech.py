@@ -1,0 +1,133 @@
+"""The speech modality: waveforms, the face motion they drive, wav files, rows, bad input."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from maskscore_core import plugins, schemas
+from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.reference_mesh import get_reference_mesh
+
+MODALITY = "speech"
+
+
+def _state(jaw: float = 0.0) -> BodyState:
+    from maskscore_core.body import get_body_model
+
+    expression = np.zeros(52)
+    expression[get_body_model().action_index("jawOpen")] = jaw
+    return BodyState(phenotype={"age": 0.4}, expression=expression)
+
+
+def _instance() -> EditInstance:
+    subject = Subject("s1", {"age": 0.4}, voice="en-us")
+    return EditInstance(
+        key="unit-speech-0001",
+        instruction=EditInstruction("resynthesize the mouth to say play some music", "mouth", "speech_edit", MODALITY),
+        a=Target("a", subject, tuple(_state(j) for j in (0.0, 0.2, 0.0)), "turn on the lights", fps=25.0),
+        b=Target("b", subject, tuple(_state(j) for j in (0.0, 0.5, 0.7, 0.5, 0.0)), "play some music", fps=25.0),
+    )
+
+
+def test_plugin_is_listed_alone():
+    records = {r.name: r for r in plugins.list_plugins() if r.error is None}
+    assert records[MODALITY].distribution == "maskscore-speech"
+    assert plugins.providers("modality") == {MODALITY: MODALITY}
+
+
+def test_audio_decodes_to_face_motion_on_frame_a_body(ctx):
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    assert asset.data.samples.dtype == np.int16 and asset.data.duration_s > 0.5
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=ctx)
+    acts = decoded.activations
+    assert acts.ndim == 2 and acts.shape[1] == 52
+    assert acts.shape[0] == pytest.approx(asset.data.duration_s * 25.0, abs=1.5)
+    from maskscore_core.body import get_body_model
+
+    assert acts[:, get_body_model().action_index("jawOpen")].max() > 0.1  # the mouth moves
+    state = attrs.evolve(instance.a.state, expression=np.clip(acts[2], 0, 1))  # frame B's middle frame
+    np.testing.assert_array_equal(decoded.vertices, get_reference_mesh().vertices([state])[0])
+    # The same words in another voice: other timings, so other activations.
+    other_voice = attrs.evolve(instance.b, subject=attrs.evolve(instance.b.subject, voice="en-gb"))
+    other = plugins.call("encode", MODALITY, modality=MODALITY, target=other_voice, ctx=ctx)
+    other_acts = plugins.call("decode_to_mesh", MODALITY, asset=other, instance=instance, ctx=ctx).activations
+    assert other_acts.shape != acts.shape or not np.allclose(other_acts, acts)
+
+
+def test_references_are_the_video_derived_activations(ctx):
+    instance = _instance()
+    ref = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="a", ctx=ctx)
+    np.testing.assert_array_equal(ref.activations, np.stack([s.expression for s in instance.a.states]))
+    with pytest.raises(ValueError, match="'a' or 'b'"):
+        plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="x", ctx=ctx)
+
+
+def test_wav_round_trip_is_deterministic(ctx, tmp_path):
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name="b", ctx=ctx)
+    assert value == "assets/b.wav"
+    again = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    plugins.call("write_asset", MODALITY, asset=again, directory=tmp_path / "assets", name="b2", ctx=ctx)
+    assert (tmp_path / "assets/b.wav").read_bytes() == (tmp_path / "assets/b2.wav").read_bytes()
+    back = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+    np.testing.assert_array_equal(back.data.samples, asset.data.samples)
+    assert back.data.transcript == "play some music"
+
+
+def test_bad_audio_is_named(ctx, tmp_path):
+    def read(value):
+        return plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+
+    with pytest.raises(ValueError, match="not found"):
+        read("missing.wav")
+    (tmp_path / "corrupt.wav").write_bytes(b"RIFF\x00\x00junk")
+    with pytest.raises(ValueError, match="not a readable wav"):
+        read("corrupt.wav")
+    samples = np.zeros(800, dtype=np.float64)
+    samples[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        plugins.call("write_asset", MODALITY, asset=Asset(MODALITY, _waveform(samples)), directory=tmp_path, name="x", ctx=ctx)
+    with pytest.raises(ValueError, match="1-D"):
+        _waveform(np.zeros((2, 800)))
+    with pytest.raises(ValueError, match="holds a Waveform"):
+        plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, "hello"), instance=_instance(), ctx=ctx)
+
+
+def _waveform(samples):
+    from maskscore_speech.representation import Waveform
+
+    return Waveform(samples)
+
+
+def test_masks_are_face_actions(ctx):
+    from maskscore_core.parts import PartError
+
+    assert "jawOpen" in plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)
+    with pytest.raises(ValueError, match="antenna"):
+        plugins.call("mask_part", MODALITY, modality=MODALITY, part="antenna", ctx=ctx)
+    with pytest.raises(PartError, match="no facial actions"):
+        plugins.call("mask_part", MODALITY, modality=MODALITY, part="ears", ctx=ctx)
+
+
+def test_reward_row_validates_against_the_schema(ctx, tmp_path):
+    instance = _instance()
+    values = []
+    for target in (instance.a, instance.b):
+        asset = plugins.call("encode", MODALITY, modality=MODALITY, target=target, ctx=ctx)
+        values.append(plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name=target.label, ctx=ctx))
+    rows = [
+        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values[0],
+                     candidate_values=[values[1]], scores=[0.8], dimension=dimension, root=tmp_path, ctx=ctx)
+        for dimension in ("instruction_following", "consistency", "overall")
+    ]  # fmt: skip
+    table = schemas.to_table("SpeechEditReward", rows)
+    assert table.column("output_audios").to_pylist()[0] == ["assets/b.wav"]
+    assert (tmp_path / rows[0]["conditioning_image"]).is_file()
+
+
+def test_other_modalities_are_not_answered(ctx):
+    assert plugins.get_plugin_manager().hook.encode(modality="text", target=_instance().a, ctx=ctx) is None

@@ -1,0 +1,111 @@
+"""The text modality: transcripts, the mouth motion they imply, rows, bad input."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from maskscore_core import plugins, schemas
+from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.reference_mesh import get_reference_mesh
+
+MODALITY = "text"
+
+
+def _state(jaw: float = 0.0) -> BodyState:
+    from maskscore_core.body import get_body_model
+
+    expression = np.zeros(52)
+    expression[get_body_model().action_index("jawOpen")] = jaw
+    return BodyState(phenotype={"age": 0.4}, expression=expression)
+
+
+def _instance() -> EditInstance:
+    subject = Subject("s1", {"age": 0.4})
+    return EditInstance(
+        key="unit-text-0001",
+        instruction=EditInstruction("change the command to play some music", "mouth", "speech_edit", MODALITY),
+        a=Target("a", subject, tuple(_state(j) for j in (0.0, 0.2, 0.0)), "turn on the lights", fps=25.0),
+        b=Target("b", subject, tuple(_state(j) for j in (0.0, 0.5, 0.7, 0.5, 0.0)), "play some music", fps=25.0),
+    )
+
+
+def test_plugin_is_listed_alone():
+    records = {r.name: r for r in plugins.list_plugins() if r.error is None}
+    assert records[MODALITY].distribution == "maskscore-text"
+    assert plugins.providers("modality") == {MODALITY: MODALITY}
+
+
+def test_text_decodes_to_mouth_motion_on_frame_a_body(ctx):
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    assert asset.data == "play some music"
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=ctx)
+    acts = decoded.activations
+    assert acts.ndim == 2 and acts.shape[1] == 52 and acts.shape[0] > 10
+    from maskscore_core.body import get_body_model
+
+    assert acts[:, get_body_model().action_index("jawOpen")].max() > 0.1  # the mouth moves
+    state = attrs.evolve(instance.a.state, expression=np.clip(acts[2], 0, 1))  # frame B's middle frame
+    np.testing.assert_array_equal(decoded.vertices, get_reference_mesh().vertices([state])[0])
+    other = plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, "turn on the lights"), instance=instance, ctx=ctx)
+    assert other.activations.shape != acts.shape or not np.allclose(other.activations, acts)
+
+
+def test_references_are_the_video_derived_activations(ctx):
+    instance = _instance()
+    ref = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="b", ctx=ctx)
+    np.testing.assert_array_equal(ref.activations, np.stack([s.expression for s in instance.b.states]))
+    np.testing.assert_array_equal(ref.vertices, get_reference_mesh().vertices([instance.b.state])[0])
+    with pytest.raises(ValueError, match="'a' or 'b'"):
+        plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="x", ctx=ctx)
+
+
+def test_transcripts_are_stored_in_the_table(ctx, tmp_path):
+    asset = Asset(MODALITY, "play some music")
+    value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path, name="b", ctx=ctx)
+    assert value == "play some music" and not any(tmp_path.iterdir())
+    back = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+    assert back.data == "play some music"
+
+
+@pytest.mark.parametrize(("value", "message"), [(float("nan"), "NaN"), ("   ", "empty"), (3, "must be a string")])
+def test_bad_transcripts_are_rejected(ctx, tmp_path, value, message):
+    with pytest.raises(ValueError, match=message):
+        plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+
+
+def test_unknown_words_are_named(ctx):
+    with pytest.raises(ValueError, match="qzxv"):
+        plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, "play qzxv"), instance=_instance(), ctx=ctx)
+
+
+def test_masks_are_face_actions(ctx):
+    from maskscore_core.parts import PartError
+
+    assert "jawOpen" in plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)
+    with pytest.raises(ValueError, match="antenna"):
+        plugins.call("mask_part", MODALITY, modality=MODALITY, part="antenna", ctx=ctx)
+    with pytest.raises(PartError, match="no facial actions"):
+        plugins.call("mask_part", MODALITY, modality=MODALITY, part="ears", ctx=ctx)
+
+
+def test_reward_row_validates_against_the_schema(ctx, tmp_path):
+    instance = _instance()
+    rows = [
+        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value="turn on the lights",
+                     candidate_values=["play some music", "turn on the lights"], scores=[0.9, 0.2],
+                     dimension=dimension, root=tmp_path, ctx=ctx)
+        for dimension in ("instruction_following", "consistency", "overall")
+    ]  # fmt: skip
+    table = schemas.to_table("TextEditReward", rows)
+    assert table.column("output_texts").to_pylist()[0] == ["play some music", "turn on the lights"]
+    assert (tmp_path / rows[0]["conditioning_image"]).is_file()
+    with pytest.raises(ValueError, match="dimension"):
+        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value="turn on the lights",
+                     candidate_values=["a"], scores=[0.5], dimension="beauty", root=tmp_path, ctx=ctx)  # fmt: skip
+
+
+def test_other_modalities_are_not_answered(ctx):
+    assert plugins.get_plugin_manager().hook.encode(modality="speech", target=_instance().a, ctx=ctx) is None
