@@ -1,0 +1,190 @@
+"""The five-rung candidate ladder of seed 000, built in body-state (and transcript) space.
+
+| rung | candidate                               | how                                              |
+|------|-----------------------------------------|--------------------------------------------------|
+| 1    | frame B's representation for the part  | A with the part's values taken from B            |
+| 2    | interpolation between A and B           | the part moved INTERPOLATION_T (0.5) of the way  |
+| 3    | partial edit (wrong severity)           | the part moved PARTIAL_T (0.2) of the way        |
+| 4    | wrong part edited                       | B's values on another part that shares no action,|
+|      |                                         | bone or slot with it (the one changing most)     |
+| 5    | wrong subject                           | `instance.other`: another subject's frame/clip   |
+
+"The part's values" are its facial actions and SOMA bones (`parts.part_actions`,
+`parts.part_bones`), its regional scale (`BodyState.part_scale`) and, for accessory parts, the
+worn accessory. Actions, bone axis-angles and scales are interpolated linearly. A worn
+accessory cannot be half there, so for accessory parts the in-between rungs use its size as the
+proxy: an added accessory appears at scale t, a removed one stays at scale 1 - t, a replaced one
+is A's at scale 1 - t for t < 0.5 and B's at scale t from 0.5 on.
+
+Clips (video, speech, text) are edited frame by frame after resampling one clip to the other's
+length (nearest frame by relative time): onto B's timeline when the part is the mouth (the words
+change, so the timing is B's), onto A's otherwise. When the mouth of a clip is edited the
+transcript follows a phrase ladder: B's phrase (1); A/B word mix (2, B's first half of words then
+A's second half); partial phrase (3, B's first 20% of words then the rest of A's); A's phrase with
+another part changed (4); the other subject's phrase and voice (5).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import numpy as np
+
+from . import accessories, vocab
+from .edits import SEQUENCE_MODALITIES, TASK_TABLE, part_change
+from .records import BodyState, EditInstance, Target
+
+INTERPOLATION_T = 0.5
+PARTIAL_T = 0.2
+
+
+class LadderError(ValueError):
+    """An instance the ladder cannot be built for (unknown or inactive part, no other subject)."""
+
+
+def _check_part(part: str) -> str:
+    vocab.check_part(part)
+    if part not in vocab.ACTIVE_FACE_PARTS and part not in vocab.ACCESSORY_PARTS:
+        raise LadderError(
+            f"part {part!r} is not edited by the built-in data; parts: "
+            f"{', '.join(vocab.ACTIVE_FACE_PARTS + vocab.ACCESSORY_PARTS)}"
+        )
+    return part
+
+
+def _part_indices(part: str) -> tuple[list[int], list[int]]:
+    from . import parts
+    from .body import get_body_model
+
+    if part in vocab.ACCESSORY_PARTS:
+        return [], []
+    body = get_body_model()
+    return (
+        [body.action_index(name) for name in parts.part_actions(part)],
+        [body.bone_index(name) for name in parts.part_bones(part)],
+    )
+
+
+def _with_scale(scales: dict[str, float], part: str, value: float) -> dict[str, float]:
+    out = {k: v for k, v in scales.items() if k != part}
+    if value != 1.0:
+        out[part] = float(value)
+    return dict(sorted(out.items()))
+
+
+def _accessory_step(a: BodyState, b: BodyState, part: str, t: float) -> tuple[tuple[str, ...], float]:
+    """What is worn in the part's slot, and at which scale, t of the way from A to B."""
+    slot = accessories.slot_for_part(part)
+    worn_a, worn_b = accessories.worn(a.accessories, slot), accessories.worn(b.accessories, slot)
+    scale_a, scale_b = a.part_scale.get(part, 1.0), b.part_scale.get(part, 1.0)
+    if t >= 1.0:
+        wear, scale = worn_b, scale_b
+    elif worn_a == worn_b:
+        wear, scale = worn_a, scale_a + t * (scale_b - scale_a)
+    elif worn_a is None:
+        wear, scale = worn_b, t * scale_b
+    elif worn_b is None or t < 0.5:
+        wear, scale = worn_a, (1 - t) * scale_a
+    else:
+        wear, scale = worn_b, t * scale_b
+    others = tuple(name for name in a.accessories if accessories.slot_of(name) != slot)
+    return tuple(sorted(others + ((wear,) if wear else ()))), scale
+
+
+def apply_part(a: BodyState, b: BodyState, part: str, t: float) -> BodyState:
+    """A's state with `part` moved fraction t of the way to B's (t = 1: B's part on A)."""
+    _check_part(part)
+    if part in vocab.ACCESSORY_PARTS:
+        worn, scale = _accessory_step(a, b, part, t)
+        return attrs.evolve(a, accessories=worn, part_scale=_with_scale(a.part_scale, part, scale))
+    actions, bones = _part_indices(part)
+    expression = a.expression.copy()
+    expression[actions] = a.expression[actions] + t * (b.expression[actions] - a.expression[actions])
+    pose = a.pose.copy()
+    pose[bones] = a.pose[bones] + t * (b.pose[bones] - a.pose[bones])
+    if t >= 1.0:  # exactly B's values, not a rounding of them
+        expression[actions] = b.expression[actions]
+        pose[bones] = b.pose[bones]
+    scale_a, scale_b = a.part_scale.get(part, 1.0), b.part_scale.get(part, 1.0)
+    scale = scale_b if t >= 1.0 else scale_a + t * (scale_b - scale_a)
+    return attrs.evolve(a, expression=expression, pose=pose, part_scale=_with_scale(a.part_scale, part, scale))
+
+
+def _footprint(part: str) -> set[str]:
+    """What editing `part` touches: its actions, bones, accessory slot, and the part itself."""
+    from . import parts
+
+    if part in vocab.ACCESSORY_PARTS:
+        return {f"slot:{accessories.slot_for_part(part)}", f"part:{part}"}
+    return {f"action:{n}" for n in parts.part_actions(part)} | {f"bone:{n}" for n in parts.part_bones(part)} | {
+        f"part:{part}"
+    }
+
+
+def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> str:
+    """The part rung 4 edits instead: shares nothing with `part`; among those the modality edits
+    (else any active or accessory part), the one that changes most from A to B (vocab order on ties)."""
+    _check_part(part)
+    target = _footprint(part)
+    pools = [list(TASK_TABLE[modality]), list(vocab.ACTIVE_FACE_PARTS + vocab.ACCESSORY_PARTS)]
+    for pool in pools:
+        candidates = [p for p in vocab.PARTS if p in pool and p != part and not (_footprint(p) & target)]
+        if candidates:
+            changes = [part_change(p, a, b) for p in candidates]
+            best = max(changes)
+            if best > 0 or pool is pools[-1]:
+                return candidates[changes.index(best)]
+    raise LadderError(f"no part shares nothing with {part!r}; cannot build the wrong-part rung")
+
+
+def mix_phrase(phrase_a: str, phrase_b: str, t: float) -> str:
+    """B's first fraction t of words, then A's words from the same relative position on."""
+    words_a, words_b = phrase_a.split(), phrase_b.split()
+    k_b = math.ceil(t * len(words_b)) if t > 0 else 0
+    k_a = math.ceil(t * len(words_a)) if t > 0 else 0
+    return " ".join(words_b[:k_b] + words_a[k_a:])
+
+
+def _resample(states: tuple[BodyState, ...], length: int) -> list[BodyState]:
+    rows = np.round(np.linspace(0, len(states) - 1, length)).astype(int)
+    return [states[r] for r in rows]
+
+
+def build_ladder(instance: EditInstance) -> list[Target]:
+    """The five rung Targets of `instance`, best first (rung 1 .. rung 5)."""
+    part = _check_part(instance.instruction.part)
+    modality = instance.instruction.modality
+    if instance.other is None:
+        raise LadderError(f"instance {instance.key!r} has no other subject; the wrong-subject rung needs one")
+    a, b = instance.a, instance.b
+    sequence = modality in SEQUENCE_MODALITIES and (len(a.states) > 1 or len(b.states) > 1)
+    phrase_ladder = sequence and part == "mouth"
+    if sequence:
+        length = len(b.states) if phrase_ladder else len(a.states)
+        states_a, states_b = _resample(a.states, length), _resample(b.states, length)
+    else:
+        states_a, states_b = [a.state], [b.state]
+    wrong = wrong_part(part, modality, a.state, b.state)
+
+    def rung(number: int, label: str, edit_part: str, t: float, transcript: str) -> Target:
+        states = [apply_part(sa, sb, edit_part, t) for sa, sb in zip(states_a, states_b)]
+        fps = b.fps if phrase_ladder else a.fps
+        return Target(label=label, subject=a.subject, states=states, transcript=transcript, fps=fps, rung=number)
+
+    if phrase_ladder:
+        phrases = [
+            b.transcript,
+            mix_phrase(a.transcript, b.transcript, INTERPOLATION_T),
+            mix_phrase(a.transcript, b.transcript, PARTIAL_T),
+            a.transcript,
+        ]
+    else:
+        phrases = [a.transcript] * 4
+    return [
+        rung(1, "rung 1: frame B's part", part, 1.0, phrases[0]),
+        rung(2, "rung 2: interpolation", part, INTERPOLATION_T, phrases[1]),
+        rung(3, "rung 3: partial edit", part, PARTIAL_T, phrases[2]),
+        rung(4, f"rung 4: wrong part ({wrong})", wrong, 1.0, phrases[3]),
+        attrs.evolve(instance.other, label="rung 5: wrong subject", rung=5),
+    ]

@@ -1,0 +1,177 @@
+"""One built-in trial: a subject speaking one command, as audio plus per-frame body states.
+
+The audio is espeak-ng speaking the transcript in the subject's voice; pocketsphinx aligns the
+transcript to that audio, and the phone timings drive the mouth (visemes, from
+`speech.activations_from_phones`). On top of speech, each clip gets the motion a face shows
+while talking, all drawn from the trial's own random generator (so deterministic from the seed):
+
+- blinks: both eyes, 0.2 s each, the first 0.3-1.2 s in, then every 1.5-3.5 s;
+- brows: a raise (browInnerUp, browOuterUp*) following a half-wave of 0.3-0.8 Hz, peak 0.4-0.8;
+- gaze: the eyes jump to a new target every 0.4-1.0 s (eyeLook* actions up to 0.6);
+- expression: one smile (mouthSmile*, cheekSquint*) and one nose sneer (noseSneer*) per clip,
+  each a smooth bump of 0.5-1.0 s peaking at 0.4-0.9;
+- head and neck: slow yaw, pitch and roll (sinusoids of 0.2-0.6 Hz, yaw up to 0.15 rad, pitch
+  up to 0.10, roll up to 0.06), shared 40/30/30 between the Neck1, Neck2 and Head bones.
+
+The arms are lowered from ANNY's T-pose by ARM_DROP_RAD (72 degrees) about each upper arm's
+local z axis (LeftArm -z, RightArm +z), so head-centred side views do not catch a hand.
+
+Per trial, a regional deformation (`BodyState.part_scale`) can change the size of the hair
+regions and the ears (the Region group of task types): trial 0 is unscaled; in later trials each
+of those parts is scaled by 1 +/- (0.10..0.25) with probability 1/2. Accessories come from
+`subjects.trial_accessories`. Both are constant within a clip.
+"""
+
+from __future__ import annotations
+
+import wave
+from pathlib import Path
+
+import numpy as np
+
+from .. import speech
+from ..body import get_body_model
+from ..records import FACIAL_ACTIONS, SOMA_BONES, BodyState, Frame, Subject, Trial
+from .subjects import trial_accessories
+
+ARM_DROP_RAD = 1.25
+REGION_PARTS: tuple[str, ...] = ("front hair", "back hair", "ears")
+HEAD_SHARES: dict[str, float] = {"Neck1": 0.4, "Neck2": 0.3, "Head": 0.3}
+
+
+class ClipError(ValueError):
+    """A clip that cannot be made (audio too short for one frame, bad fps, ...)."""
+
+
+def wav_duration_s(path: Path) -> float:
+    with wave.open(str(path), "rb") as handle:
+        return handle.getnframes() / handle.getframerate()
+
+
+def _bump(t: np.ndarray, centre: float, width: float) -> np.ndarray:
+    """A smooth bump (raised cosine) of total width `width` centred at `centre`, peak 1."""
+    x = np.clip((t - centre) / (width / 2), -1.0, 1.0)
+    return 0.5 * (1 + np.cos(np.pi * x))
+
+
+def _set(acts: np.ndarray, names: dict[str, int], action: str, values: np.ndarray) -> None:
+    acts[:, names[action]] = np.maximum(acts[:, names[action]], values)
+
+
+def face_motion(times: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(T, 52) facial actions for blinks, brows, gaze and expression (everything but speech)."""
+    body = get_body_model()
+    names = {name: i for i, name in enumerate(body.action_names)}
+    acts = np.zeros((len(times), FACIAL_ACTIONS))
+    duration = float(times[-1]) if len(times) else 0.0
+
+    blink_at = rng.uniform(0.3, 1.2)
+    while blink_at < duration + 0.1:
+        blink = np.clip(1 - np.abs(times - blink_at) / 0.1, 0.0, 1.0)
+        _set(acts, names, "eyeBlinkLeft", blink)
+        _set(acts, names, "eyeBlinkRight", blink)
+        blink_at += rng.uniform(1.5, 3.5)
+
+    peak, freq, phase = rng.uniform(0.4, 0.8), rng.uniform(0.3, 0.8), rng.uniform(0, 2 * np.pi)
+    brow = peak * np.maximum(0.0, np.sin(2 * np.pi * freq * times + phase))
+    for action, share in (("browInnerUp", 1.0), ("browOuterUpLeft", 0.7), ("browOuterUpRight", 0.7)):
+        _set(acts, names, action, share * brow)
+
+    start = 0.0
+    while start <= duration:
+        stop = start + rng.uniform(0.4, 1.0)
+        look_h, look_v = rng.uniform(-0.6, 0.6, size=2)
+        span = (times >= start) & (times < stop)
+        horizontal = ("eyeLookOutLeft", "eyeLookInRight") if look_h > 0 else ("eyeLookInLeft", "eyeLookOutRight")
+        vertical = ("eyeLookUpLeft", "eyeLookUpRight") if look_v > 0 else ("eyeLookDownLeft", "eyeLookDownRight")
+        for action in horizontal:
+            acts[span, names[action]] = abs(look_h)
+        for action in vertical:
+            acts[span, names[action]] = abs(look_v)
+        start = stop
+
+    smile = rng.uniform(0.4, 0.9) * _bump(times, rng.uniform(0.2, 0.8) * duration, rng.uniform(0.5, 1.0))
+    for action in ("mouthSmileLeft", "mouthSmileRight", "cheekSquintLeft", "cheekSquintRight"):
+        _set(acts, names, action, smile)
+    sneer = rng.uniform(0.4, 0.9) * _bump(times, rng.uniform(0.2, 0.8) * duration, rng.uniform(0.5, 1.0))
+    for action in ("noseSneerLeft", "noseSneerRight"):
+        _set(acts, names, action, sneer)
+    return acts
+
+
+def body_motion(times: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(T, 78, 3) SOMA axis-angle poses: lowered arms plus slow head and neck motion."""
+    body = get_body_model()
+    poses = np.zeros((len(times), SOMA_BONES, 3))
+    poses[:, body.bone_index("LeftArm"), 2] = -ARM_DROP_RAD
+    poses[:, body.bone_index("RightArm"), 2] = ARM_DROP_RAD
+    # SOMA neck and head bones: local x is up (yaw), local y forward (roll), local z left (pitch).
+    angles = np.zeros((len(times), 3))
+    for axis, limit in ((0, 0.15), (1, 0.06), (2, 0.10)):
+        amplitude, freq, phase = rng.uniform(0.4, 1.0) * limit, rng.uniform(0.2, 0.6), rng.uniform(0, 2 * np.pi)
+        angles[:, axis] = amplitude * np.sin(2 * np.pi * freq * times + phase)
+    for bone, share in HEAD_SHARES.items():
+        poses[:, body.bone_index(bone)] = share * angles
+    return poses
+
+
+def region_scales(trial_index: int, rng: np.random.Generator) -> dict[str, float]:
+    """The trial's regional deformation (see module docstring); {} for a subject's first trial."""
+    scales = {}
+    for part in REGION_PARTS:
+        change = rng.uniform(0.10, 0.25) * (1 if rng.random() < 0.5 else -1)
+        if trial_index > 0 and rng.random() < 0.5:
+            scales[part] = round(1.0 + change, 3)
+    return scales
+
+
+def make_trial(
+    subject: Subject,
+    trial_index: int,
+    transcript: str,
+    fps: float,
+    rng: np.random.Generator,
+    workdir: Path,
+    *,
+    source: str = "anny",
+) -> Trial:
+    """Speak, align and animate one clip; writes `workdir/audio/<trial_id>.wav`."""
+    if not fps > 0:
+        raise ClipError(f"fps must be positive, got {fps}")
+    trial_id = f"{subject.subject_id}-t{trial_index:03d}"
+    wav_path = Path(workdir) / "audio" / f"{trial_id}.wav"
+    speech.synthesize(transcript, subject.voice, wav_path)
+    duration = wav_duration_s(wav_path)
+    phones = speech.align(wav_path, transcript)
+    visemes = np.asarray(speech.activations_from_phones(phones, fps, duration), dtype=np.float64)
+    if visemes.ndim != 2 or visemes.shape[1] != FACIAL_ACTIONS or len(visemes) < 2:
+        raise ClipError(f"{wav_path}: speech gave activations of shape {visemes.shape}; need (T >= 2, {FACIAL_ACTIONS})")
+    times = np.arange(len(visemes)) / fps
+    expression = np.clip(np.maximum(visemes, face_motion(times, rng)), 0.0, 1.0)
+    poses = body_motion(times, rng)
+    worn = trial_accessories(subject, trial_index, rng)
+    scales = region_scales(trial_index, rng)
+    frames = tuple(
+        Frame(
+            index=i,
+            time_s=round(float(times[i]), 6),
+            state=BodyState(
+                phenotype=dict(subject.phenotype),
+                pose=poses[i],
+                expression=expression[i],
+                accessories=worn,
+                part_scale=dict(scales),
+            ),
+        )
+        for i in range(len(times))
+    )
+    return Trial(
+        trial_id=trial_id,
+        source=source,
+        subject=subject,
+        transcript=transcript,
+        fps=float(fps),
+        frames=frames,
+        audio_path=str(wav_path),
+        extras={"duration_s": f"{duration:.6f}", "phones": " ".join(p.phone for p in phones)},
+    )

@@ -1,0 +1,101 @@
+"""Subjects of the built-in ANNY source: phenotypes, voices and accessories drawn from a seed.
+
+Subjects are drawn uniformly from a box of ANNY's phenotype space that keeps them adult and
+ordinary (`PHENOTYPE_RANGES`), by rejection sampling so that every two subjects are at least
+`min_distance` apart (Euclidean distance on the six phenotype values, each in [0, 1]). That
+gap is what makes the ladder's "wrong subject" rung a visibly different person.
+
+ANNY's gender runs from 0 (male) to 1 (female); the espeak-ng voice is picked from the male or
+female variants accordingly. `Subject.accessories` is the subject's usual look: each slot
+(glasses, hat, earrings, scarf) worn with probability 1/2, in a random variant. The first trial
+wears it; later trials change some slots (`trial_accessories`), so two trials of one subject
+can differ by an accessory added, removed or replaced (the Part group of task types).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import accessories
+from ..records import Subject
+
+# Phenotype box (ANNY labels, values in [0, 1]): adults (age 0.45..0.9 is about 22..70 years),
+# no extreme bodies.
+PHENOTYPE_RANGES: dict[str, tuple[float, float]] = {
+    "gender": (0.0, 1.0),
+    "age": (0.45, 0.9),
+    "muscle": (0.2, 0.8),
+    "weight": (0.2, 0.8),
+    "height": (0.25, 0.75),
+    "proportions": (0.25, 0.75),
+}
+MALE_VOICES: tuple[str, ...] = ("en-us", "en-us+m3", "en-gb", "en-gb-x-rp", "en-gb+m4")
+FEMALE_VOICES: tuple[str, ...] = ("en-us+f3", "en-us+f4", "en-gb+f2")
+DEFAULT_MIN_DISTANCE = 0.3
+MAX_DRAWS_PER_SUBJECT = 1000
+
+
+class SubjectError(ValueError):
+    """Subjects that cannot be drawn as asked (too many for the required distance, bad count)."""
+
+
+def phenotype_vector(phenotype: dict[str, float]) -> np.ndarray:
+    """The phenotype as a vector in PHENOTYPE_RANGES' label order (ANNY's default 0.5 if missing)."""
+    return np.array([float(phenotype.get(label, 0.5)) for label in PHENOTYPE_RANGES])
+
+
+def phenotype_distance(a: Subject, b: Subject) -> float:
+    return float(np.linalg.norm(phenotype_vector(a.phenotype) - phenotype_vector(b.phenotype)))
+
+
+def draw_subjects(rng: np.random.Generator, count: int, min_distance: float = DEFAULT_MIN_DISTANCE) -> list[Subject]:
+    """`count` subjects, every two at least `min_distance` apart in phenotype space.
+
+    Subjects are drawn one after another, so asking for more subjects keeps the first ones."""
+    if count < 1:
+        raise SubjectError(f"need at least one subject, got {count}")
+    low = np.array([r[0] for r in PHENOTYPE_RANGES.values()])
+    high = np.array([r[1] for r in PHENOTYPE_RANGES.values()])
+    chosen: list[np.ndarray] = []
+    subjects = []
+    for index in range(count):
+        for _ in range(MAX_DRAWS_PER_SUBJECT):
+            candidate = np.round(rng.uniform(low, high), 4)
+            if all(np.linalg.norm(candidate - other) >= min_distance for other in chosen):
+                break
+        else:
+            raise SubjectError(
+                f"could not place subject {index + 1} of {count} at least {min_distance} away from the others"
+                f" after {MAX_DRAWS_PER_SUBJECT} draws; ask for fewer subjects or a smaller min_distance"
+            )
+        chosen.append(candidate)
+        phenotype = {label: float(value) for label, value in zip(PHENOTYPE_RANGES, candidate)}
+        voices = FEMALE_VOICES if phenotype["gender"] > 0.5 else MALE_VOICES
+        voice = voices[int(rng.integers(len(voices)))]
+        usual = []
+        for variants in accessories.VARIANTS.values():
+            names = sorted(variants)
+            pick = int(rng.integers(2 * len(names)))  # half the draws: not worn
+            if pick < len(names):
+                usual.append(names[pick])
+        subjects.append(
+            Subject(subject_id=f"anny-s{index:03d}", phenotype=phenotype, voice=voice, accessories=tuple(sorted(usual)))
+        )
+    return subjects
+
+
+def trial_accessories(subject: Subject, trial_index: int, rng: np.random.Generator) -> tuple[str, ...]:
+    """What a subject wears in one trial: the usual look in trial 0; later, each slot changes
+    (to absent or to another variant) with probability 1/2."""
+    if trial_index == 0:
+        return tuple(sorted(subject.accessories))
+    worn = []
+    for slot, variants in accessories.VARIANTS.items():
+        current = accessories.worn(subject.accessories, slot)
+        if rng.random() < 0.5:
+            states = [None, *sorted(variants)]
+            states.remove(current)
+            current = states[int(rng.integers(len(states)))]
+        if current is not None:
+            worn.append(current)
+    return tuple(sorted(worn))
