@@ -1,0 +1,177 @@
+"""The bench evaluation protocol on tiny benches with known answers: pair selection, ties counted
+wrong, failures recorded, Avg@N, bootstrap intervals, and the result cache (reuse, no mixing, no
+duplicates)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from maskscore_core import hookimpl, plugins
+from maskscore_core.dataset import evaluate, protocol
+from maskscore_core.dataset.evaluate import EvalError, ResultCache, ScorerConfig
+from maskscore_core.dataset.metrics import grade_row
+from maskscore_core.dataset.runner import run_build
+from maskscore_core.dataset.shard import register_plugin_modules
+from maskscore_core.records import CandidateScore, PluginInfo
+
+TESTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS))
+from test_build import toy_config  # noqa: E402
+
+# Scores per rung (1..5) that the fixed scorer gives, and what the protocol must make of them.
+FIXED = {
+    "instruction_following": [0.9, 0.8, 0.8, 0.1, 0.2],  # 9 pairs: 2=3 is a tie (wrong); 4<5 is not graded
+    "consistency": [0.5, 0.6, 0.7, 0.9, 0.1],  # 7 pairs: 1-3 not graded; 4 beats 1-3 (3 wrong)
+    "overall": [5.0, 4.0, 3.0, 2.0, 1.0],  # 10 pairs, all right
+}
+EXPECTED_ACCURACY = {"instruction_following": 8 / 9, "consistency": 4 / 7, "overall": 1.0}
+
+
+class FixedScorer:
+    """A scorer plugin with a known answer; counts its calls to prove cache reuse."""
+
+    def __init__(self):
+        self.calls = 0
+
+    @hookimpl
+    def plugin_info(self):
+        return PluginInfo(kind="scorer", provides=("toy-fixed",))
+
+    @hookimpl
+    def score(self, scorer, instance, candidates, ctx):
+        if scorer != "toy-fixed":
+            return None
+        self.calls += 1
+        return [CandidateScore(*(FIXED[d][c.rung - 1] for d in ("instruction_following", "consistency", "overall")))
+                for c in candidates]
+
+
+@pytest.fixture
+def bench(tmp_path_factory):
+    root = tmp_path_factory.mktemp("eval") / "bench"
+    run_build(toy_config(root, rows=72), progress=False)  # 24 instances, 3 per modality
+    return root
+
+
+@pytest.fixture
+def fixed():
+    register_plugin_modules(["test_build_fixtures"])
+    scorer = FixedScorer()
+    plugins.get_plugin_manager().register(scorer, name="toy-fixed")
+    return scorer
+
+
+def test_pairs_follow_the_ladder_and_leave_expected_ties_out():
+    assert len(protocol.graded_pairs("instruction_following", [1, 2, 3, 4, 5])) == 9
+    assert (3, 4) not in protocol.graded_pairs("instruction_following", [1, 2, 3, 4, 5])
+    consistency = protocol.graded_pairs("consistency", [1, 2, 3, 4, 5])
+    assert len(consistency) == 7 and not {(0, 1), (0, 2), (1, 2)} & set(consistency)
+    assert len(protocol.graded_pairs("overall", [1, 2, 3, 4, 5])) == 10
+    with pytest.raises(protocol.ProtocolError, match="not on the five-rung ladder"):
+        protocol.graded_pairs("overall", [1, 2, 6])
+
+
+def test_a_tie_is_wrong_and_counted():
+    row = grade_row("mesh", "part_add", "overall", "k", [1.0, 1.0, 0.5, 0.2, 0.1], [1, 2, 3, 4, 5])
+    assert (row.pairs, row.correct, row.ties) == (10, 9, 1)
+    assert not row.best_hit  # two candidates share the top score
+    failed = grade_row("mesh", "part_add", "overall", "k", None, [1, 2, 3, 4, 5])
+    assert failed.failed and failed.correct == 0 and failed.pairs == 10
+
+
+def test_known_answer_per_dimension(bench, fixed, tmp_path):
+    config = ScorerConfig(name="toy-fixed", version="test")
+    report = evaluate.evaluate(bench, config, tmp_path / "results.jsonl", resamples=200)
+    assert report["instances"] == 24
+    for dimension, accuracy in EXPECTED_ACCURACY.items():
+        figures = report["dimensions"][dimension]
+        assert figures["rows"] == 24 and figures["failed_rows"] == 0
+        assert figures["accuracy"]["value"] == pytest.approx(accuracy)
+        for group in figures["groups"].values():
+            assert group["value"] == pytest.approx(accuracy)
+        for modality in figures["modalities"].values():
+            assert modality["value"] == pytest.approx(accuracy)
+        assert figures["accuracy"]["ci95"] == pytest.approx([accuracy, accuracy])  # same answer on every row
+    assert report["dimensions"]["instruction_following"]["tie_rate"] == pytest.approx(1 / 9)
+    assert report["dimensions"]["overall"]["kendall_tau"] == pytest.approx(1.0)
+    assert report["dimensions"]["instruction_following"]["best_of_n"] == 1.0
+    assert report["dimensions"]["consistency"]["best_of_n"] == 0.0  # rung 4 scored highest
+    assert report["mean_accuracy"] == pytest.approx(sum(EXPECTED_ACCURACY.values()) / 3)
+
+
+def test_constant_scores_are_all_ties_hence_all_wrong(bench, fixed, tmp_path):
+    report = evaluate.evaluate(bench, ScorerConfig(name="toy-constant", version="test"), tmp_path / "r.jsonl", resamples=50)
+    for figures in report["dimensions"].values():
+        assert figures["accuracy"]["value"] == 0.0 and figures["tie_rate"] == 1.0
+
+
+def test_bootstrap_interval_contains_the_point_estimate(bench, fixed, tmp_path):
+    report = evaluate.evaluate(bench, ScorerConfig(name="toy-score", version="test", seed=7), tmp_path / "r.jsonl")
+    for figures in report["dimensions"].values():
+        low, high = figures["accuracy"]["ci95"]
+        assert low <= figures["accuracy"]["value"] <= high
+        assert low < high  # the toy scorer is not uniformly right, so rows differ
+    again = evaluate.evaluate(bench, ScorerConfig(name="toy-score", version="test", seed=7), tmp_path / "r.jsonl")
+    assert again == report  # seeded bootstrap: same figures
+
+
+def test_failures_are_recorded_never_scored(bench, fixed, tmp_path):
+    cache = tmp_path / "r.jsonl"
+    report = evaluate.evaluate(bench, ScorerConfig(name="toy-broken", version="test"), cache, resamples=50)
+    lines = [json.loads(line) for line in cache.read_text().splitlines()]
+    broken = [r for r in lines if "error" in r]
+    assert broken and all("scores" not in r and "cannot score part_add" in r["error"] for r in broken)
+    assert len(report["failures"]) == len(broken)
+    assert report["dimensions"]["overall"]["failed_rows"] == len(broken)
+
+
+def test_cache_is_reused_never_mixed_never_duplicated(bench, fixed, tmp_path):
+    cache = tmp_path / "results.jsonl"
+    first = evaluate.evaluate(bench, ScorerConfig(name="toy-fixed", version="test"), cache, resamples=20)
+    assert fixed.calls == 24
+    text = cache.read_text()
+    second = evaluate.evaluate(bench, ScorerConfig(name="toy-fixed", version="test"), cache, resamples=20)
+    assert fixed.calls == 24 and cache.read_text() == text and second == first
+    # another configuration: its own lines, appended; the first configuration's lines untouched
+    evaluate.evaluate(bench, ScorerConfig(name="toy-fixed", version="test", temperature=0.7), cache, resamples=20)
+    assert fixed.calls == 48
+    assert cache.read_text().startswith(text)
+    records = [json.loads(line) for line in cache.read_text().splitlines()]
+    idents = [(r["config_key"], r["modality"], r["key"]) for r in records]
+    assert len(idents) == len(set(idents)) == 48
+    assert {r["config"]["temperature"] for r in records} == {0.0, 0.7}
+    # a line torn by a killed run is dropped and redone, not duplicated
+    cache.write_text(text[: len(text) - 20])
+    evaluate.evaluate(bench, ScorerConfig(name="toy-fixed", version="test"), cache, resamples=20)
+    assert cache.read_text() == text and fixed.calls == 49
+
+
+def test_avg_at_n_averages_seeded_passes(bench, fixed, tmp_path):
+    config = ScorerConfig(name="toy-noisy", version="test", num_pass=3, temperature=1.0, seed=11)
+    results = evaluate.score_bench(bench, config, ResultCache(tmp_path / "n.jsonl"))
+    singles = [evaluate.score_bench(bench, ScorerConfig(name="toy-noisy", version="test", temperature=1.0, seed=11 + n),
+                                    ResultCache(tmp_path / f"s{n}.jsonl")) for n in range(3)]
+    for ident, record in results.items():
+        expected = [sum(s[ident]["scores"]["overall"][i] for s in singles) / 3 for i in range(5)]
+        assert record["scores"]["overall"] == pytest.approx(expected)
+    with pytest.raises(EvalError, match="--num-pass"):
+        ScorerConfig(name="toy-noisy", version="test", num_pass=0)
+
+
+def test_eval_command_writes_results_and_summary(bench, fixed, tmp_path):
+    from maskscore_core.cli.eval_command import eval_command
+
+    out = tmp_path / "eval" / "results.jsonl"
+    result = CliRunner().invoke(eval_command, ["--bench", str(bench), "--scorer", "toy-fixed", "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "## instruction_following" in result.output
+    summaries = sorted(out.parent.glob("results-toy-fixed-*.json"))
+    assert len(summaries) == 1
+    assert json.loads(summaries[0].read_text())["dimensions"]["overall"]["accuracy"]["value"] == 1.0
+    unknown = CliRunner().invoke(eval_command, ["--bench", str(bench), "--scorer", "nope", "--quiet"])
+    assert unknown.exit_code != 0 and "no installed scorer plugin provides 'nope'" in str(unknown.exception)
