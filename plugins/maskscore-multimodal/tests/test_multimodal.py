@@ -1,0 +1,133 @@
+"""The multimodal modality: pair choice, cross-path decoding, folders, rows, bad input."""
+
+from __future__ import annotations
+
+import collections
+import json
+
+import attrs
+import numpy as np
+import pytest
+
+from maskscore_core import plugins, schemas
+from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_multimodal.pairs import PATHS, Pair, PairError, choose_pair, eligible_pairs
+
+MODALITY = "multimodal"
+
+
+def _state(jaw: float = 0.0) -> BodyState:
+    from maskscore_core.body import get_body_model
+
+    expression = np.zeros(52)
+    expression[get_body_model().action_index("jawOpen")] = jaw
+    return BodyState(phenotype={"age": 0.4}, expression=expression)
+
+
+def _instance(key="unit-mm-0001", b_transcript="play some music") -> EditInstance:
+    subject = Subject("s1", {"age": 0.4})
+    return EditInstance(
+        key=key,
+        instruction=EditInstruction("match the mouth across modalities to frame B", "mouth", "cross_modal_compose", MODALITY),
+        a=Target("a", subject, tuple(_state(j) for j in (0.0, 0.2, 0.0)), "turn on the lights", fps=25.0),
+        b=Target("b", subject, tuple(_state(j) for j in (0.0, 0.5, 0.7)), b_transcript, fps=25.0),
+    )
+
+
+def _pinned(ctx, pair: str):
+    return attrs.evolve(ctx, config={**ctx.config, "multimodal_pair": pair})
+
+
+def test_pairs_are_deterministic_from_the_key_and_cover_the_paths(ctx):
+    keys = [f"k{i:03d}" for i in range(300)]
+    first = [choose_pair(_instance(k), ctx) for k in keys]
+    assert first == [choose_pair(_instance(k), ctx) for k in keys]
+    counts = collections.Counter(first)
+    assert set(counts) == set(eligible_pairs(_instance())) and len(counts) == len(PATHS) * (len(PATHS) - 1)
+    # Speech and text carry only what is said: no spoken output when the words do not change.
+    same_words = _instance(b_transcript="turn on the lights")
+    assert all(p.output not in ("speech", "text") for p in eligible_pairs(same_words))
+    assert _pinned(ctx, "pose->video").config["multimodal_pair"] == "pose->video"
+    assert choose_pair(same_words, _pinned(ctx, "pose->video")) == Pair("pose", "video")
+    for bad in ("pose", "pose->pose", "pose->mesh", "pose->smell"):
+        with pytest.raises(ValueError):
+            choose_pair(same_words, _pinned(ctx, bad))
+
+
+def test_candidates_decode_through_the_output_path_references_through_the_input(ctx):
+    ctx = _pinned(ctx, "video->text")
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=ctx)
+    direct = plugins.call("decode_to_mesh", "text", asset=Asset("text", instance.b.transcript), instance=instance, ctx=ctx)
+    np.testing.assert_array_equal(decoded.activations, direct.activations)
+    np.testing.assert_array_equal(decoded.vertices, direct.vertices)
+    ref = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="b", ctx=ctx)
+    video_ref = plugins.call("decode_reference", "video", modality="video", instance=instance, which="b", ctx=ctx)
+    assert ref.frames is not None and len(ref.frames) == len(video_ref.frames)
+    np.testing.assert_array_equal(ref.vertices, video_ref.vertices)
+
+
+def test_folders_round_trip_and_rows_name_realised_files(ctx, tmp_path):
+    ctx = _pinned(ctx, "text->speech")
+    instance = _instance()
+    values = {}
+    for target in (instance.a, instance.b):
+        asset = plugins.call("encode", MODALITY, modality=MODALITY, target=target, ctx=ctx)
+        values[target.label] = plugins.call(
+            "write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name=target.label, ctx=ctx
+        )
+    assert values == {"a": "assets/a", "b": "assets/b"}
+    rows = [
+        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values["a"],
+                     candidate_values=[values["b"]], scores=[0.7], dimension=dimension, root=tmp_path, ctx=ctx)
+        for dimension in ("instruction_following", "consistency", "overall")
+    ]  # fmt: skip
+    table = schemas.to_table("MultimodalEditReward", rows)
+    assert table.column("input_modality").to_pylist()[0] == "text"
+    assert table.column("output_modality").to_pylist()[0] == "speech"
+    assert (tmp_path / "assets/b/speech.wav").is_file()
+    manifest = json.loads((tmp_path / "assets/b/manifest.json").read_text())
+    assert manifest["modality"] == "speech" and manifest["value"] == "assets/b/speech.wav"
+    back = plugins.call("read_asset", MODALITY, modality=MODALITY, value="assets/b", root=tmp_path, ctx=ctx)
+    assert back.data.realised.modality == "speech" and back.data.target == instance.b
+    from_disk = plugins.call("decode_to_mesh", MODALITY, asset=back, instance=instance, ctx=ctx)
+    in_memory = plugins.call(
+        "decode_to_mesh", MODALITY, asset=plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx),
+        instance=instance, ctx=ctx,
+    )  # fmt: skip
+    np.testing.assert_array_equal(from_disk.activations, in_memory.activations)
+
+
+def test_bad_folders_and_parts_are_named(ctx, tmp_path):
+    def read(value):
+        return plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+
+    with pytest.raises(ValueError, match="does not exist"):
+        read("nope")
+    folder = tmp_path / "f"
+    folder.mkdir()
+    with pytest.raises(ValueError, match="no manifest.json"):
+        read("f")
+    (folder / "manifest.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        read("f")
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=_instance().b, ctx=ctx)
+    plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path, name="g", ctx=ctx)
+    target = json.loads((tmp_path / "g/target.json").read_text())
+    target["states"][0]["translation"] = [0.0, float("nan"), 0.0]
+    (tmp_path / "g/target.json").write_text(json.dumps(target))
+    with pytest.raises(ValueError, match="not a valid target.*NaN"):
+        read("g")
+    with pytest.raises(ValueError, match="unknown part"):
+        plugins.call("mask_part", MODALITY, modality=MODALITY, part="antenna", ctx=ctx)
+
+
+def test_a_missing_path_plugin_is_named(ctx, monkeypatch):
+    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "maskscore-multimodal")
+    plugins.reset()
+    assert plugins.providers("modality") == {MODALITY: MODALITY}
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=_pinned(ctx, "pose->video"))
+    with pytest.raises(plugins.NoPluginError, match="'video'"):
+        plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=_pinned(ctx, "pose->video"))
