@@ -1,11 +1,64 @@
-"""MaskScore's keypoints modality plugin."""
+"""MaskScore's keypoints modality plugin: fixed surface points on the mesh, applied to frame A."""
+
+from pathlib import Path
 
 from maskscore_core import hookimpl
 from maskscore_core.records import PluginInfo
 
-MODALITY = "keypoints"
+from . import keypoint_set, representation, table
+
+MODALITY = representation.MODALITY
 
 
 @hookimpl
 def plugin_info():
     return PluginInfo(kind="modality", provides=(MODALITY,))
+
+
+@hookimpl
+def encode(modality, target, ctx):
+    if modality == MODALITY:
+        return representation.encode(target)
+
+
+@hookimpl
+def decode_to_mesh(asset, instance, ctx):
+    if asset.modality == MODALITY:
+        return representation.decode(asset, instance)
+
+
+@hookimpl
+def decode_reference(modality, instance, which, ctx):
+    if modality == MODALITY:
+        return representation.decode(representation.encode(_frame(instance, which)), instance)
+
+
+@hookimpl
+def mask_part(modality, part, ctx):
+    if modality == MODALITY:
+        return representation.mask(part)
+
+
+@hookimpl
+def write_asset(asset, directory, name, ctx):
+    if asset.modality == MODALITY:
+        keypoint_set.write_sidecar(Path(directory))
+        return representation.to_column(asset.data)
+
+
+@hookimpl
+def read_asset(modality, value, root, ctx):
+    if modality == MODALITY:
+        return representation.from_column(value)
+
+
+@hookimpl
+def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
+    if modality == MODALITY:
+        return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+
+
+def _frame(instance, which):
+    if which not in ("a", "b"):
+        raise ValueError(f"reference frame must be 'a' or 'b', got {which!r}")
+    return instance.a if which == "a" else instance.b

@@ -1,0 +1,152 @@
+"""The keypoints modality: a fixed surface point set, displacement along the surface, rows,
+bad input, the ladder."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from maskscore_core import plugins, schemas, vocab
+from maskscore_core.body import get_body_model
+from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.reference_mesh import get_reference_mesh
+
+MODALITY = "keypoints"
+
+
+def _state(jaw_open: float = 0.0) -> BodyState:
+    expression = np.zeros(52)
+    expression[get_body_model().action_index("jawOpen")] = jaw_open
+    return BodyState(phenotype={"age": 0.4}, expression=expression)
+
+
+def _instance() -> EditInstance:
+    subject = Subject("s1", {"age": 0.4})
+    return EditInstance(
+        key="unit-0001",
+        instruction=EditInstruction("refit the mouth landmarks to frame B", "mouth", "expression_change", MODALITY),
+        a=Target("a", subject, (_state(),)),
+        b=Target("b", subject, (_state(jaw_open=0.9),)),
+    )
+
+
+def _keypoint_set():
+    from maskscore_keypoints.keypoint_set import get_keypoint_set
+
+    return get_keypoint_set()
+
+
+def test_plugin_is_listed_alone():
+    records = {r.name: r for r in plugins.list_plugins() if r.error is None}
+    assert records[MODALITY].distribution == "maskscore-keypoints"
+    assert plugins.providers("modality") == {MODALITY: MODALITY}
+
+
+def test_keypoint_set_is_fixed_and_on_every_active_face_part():
+    from maskscore_core import parts
+
+    keypoints = _keypoint_set()
+    assert set(keypoints.parts) == set(vocab.ACTIVE_FACE_PARTS)
+    assert np.allclose(keypoints.barycentric.sum(axis=1), 1.0) and (keypoints.barycentric >= 0).all()
+    for part in vocab.ACTIVE_FACE_PARTS:
+        assert parts.part_face_mask(part)[keypoints.faces[keypoints.ids(part)]].all()
+    # Sampling again, as a fresh process would, gives the very same points.
+    from maskscore_keypoints.keypoint_set import get_keypoint_set
+
+    rebuilt = get_keypoint_set.__wrapped__()
+    assert np.array_equal(rebuilt.faces, keypoints.faces) and np.array_equal(rebuilt.barycentric, keypoints.barycentric)
+
+
+def test_encode_puts_points_on_the_surface_and_decode_of_frame_a_is_frame_a(ctx):
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.a, ctx=ctx)
+    vertices_a = get_reference_mesh().vertices([instance.a.state])[0]
+    corners = vertices_a[get_reference_mesh().faces[asset.meta["faces"]]]
+    np.testing.assert_allclose(asset.data, np.einsum("kc,kcd->kd", asset.meta["barycentric"], corners))
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=ctx)
+    np.testing.assert_allclose(decoded.vertices, vertices_a, atol=1e-12)
+
+
+def test_moving_keypoints_moves_the_surface_near_them_only(ctx):
+    instance = _instance()
+    reference = get_reference_mesh()
+    vertices_a = reference.vertices([instance.a.state])[0]
+    vertices_b = reference.vertices([instance.b.state])[0]
+    asset_b = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset_b, instance=instance, ctx=ctx)
+    moved_by_b = np.linalg.norm(vertices_b - vertices_a, axis=1) > 0.003  # the jaw region
+    error_before = np.linalg.norm(vertices_b - vertices_a, axis=1)[moved_by_b].mean()
+    error_after = np.linalg.norm(vertices_b - decoded.vertices, axis=1)[moved_by_b].mean()
+    assert error_after < 0.6 * error_before
+    far = np.linalg.norm(vertices_a - vertices_a[moved_by_b].mean(axis=0), axis=1) > 0.3  # legs, arms
+    np.testing.assert_array_equal(decoded.vertices[far], vertices_a[far])
+
+
+def test_column_round_trip_and_sidecar(ctx, tmp_path):
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name="b", ctx=ctx)
+    assert len(value) == 3 * len(_keypoint_set()) and all(type(v) is float for v in value)
+    back = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+    np.testing.assert_array_equal(back.data, asset.data)
+    sidecar = json.loads((tmp_path / "assets" / "keypoint_set.json").read_text())
+    assert [k["face"] for k in sidecar["keypoints"]] == _keypoint_set().faces.tolist()
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [([0.0] * 10, "keypoints x 3 coordinates"), (None, "keypoints x 3 coordinates"), (["a", "b", "c"], "not a list of numbers")],
+)
+def test_bad_keypoint_values_are_named(ctx, tmp_path, value, message):
+    with pytest.raises(ValueError, match=message):
+        plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+
+
+def test_nan_keypoints_and_unknown_parts_are_named(ctx):
+    from maskscore_core import parts
+
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.a, ctx=ctx)
+    points = asset.data.copy()
+    points[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite coordinates"):
+        plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, points), instance=instance, ctx=ctx)
+    assert len(plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)) > 0
+    with pytest.raises(vocab.VocabularyError, match="unknown part"):
+        plugins.call("mask_part", MODALITY, modality=MODALITY, part="tentacle", ctx=ctx)
+    with pytest.raises(parts.PartError, match="no keypoints"):
+        plugins.call("mask_part", MODALITY, modality=MODALITY, part="topwear", ctx=ctx)
+
+
+def test_accessory_keypoints_pin_the_accessory(ctx):
+    """Adding a hat is expressed by where the hat's own points are, not by deforming the body."""
+    reference = get_reference_mesh()
+    hat_ids = plugins.call("mask_part", MODALITY, modality=MODALITY, part="headwear", ctx=ctx)
+    start, stop = next(reference.slot_ranges[s.name] for s in reference.slots if s.part == "headwear")
+    assert len(hat_ids) == stop - start
+    instance = _instance()
+    with_hat = Target("b", instance.a.subject, (BodyState(phenotype={"age": 0.4}, accessories=("hat_tall",)),))
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=with_hat, ctx=ctx)
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=ctx)
+    truth = reference.vertices([with_hat.state])[0]
+    np.testing.assert_allclose(decoded.vertices[start:stop], truth[start:stop])
+    np.testing.assert_allclose(decoded.vertices[: reference.anny_vertex_count], truth[: reference.anny_vertex_count])
+
+
+def test_reward_row_has_seed_000_columns_and_validates(ctx, tmp_path):
+    instance = _instance()
+    values = [
+        plugins.call("write_asset", MODALITY, asset=plugins.call("encode", MODALITY, modality=MODALITY, target=t, ctx=ctx),
+                     directory=tmp_path, name=t.label, ctx=ctx)
+        for t in (instance.a, instance.b)
+    ]  # fmt: skip
+    row = plugins.call(
+        "reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values[0],
+        candidate_values=values[1:], scores=[0.7], dimension="overall", root=tmp_path, ctx=ctx,
+    )  # fmt: skip
+    assert list(row) == schemas.arrow_schema("KeypointEditReward").names
+    table = schemas.to_table("KeypointEditReward", [row])
+    assert table.column("output_keypoints").to_pylist() == [[values[1]]]
+    assert (tmp_path / row["conditioning_image"]).is_file()
