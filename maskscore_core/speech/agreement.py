@@ -108,9 +108,13 @@ def time_normalise(activations: np.ndarray, length: int) -> np.ndarray:
 
 
 def rotation_angles(rot_a: np.ndarray, rot_b: np.ndarray) -> np.ndarray:
-    """Angle (radians) of the relative rotation between matching rotation matrices."""
-    trace = np.einsum("...ij,...ij->...", rot_a, rot_b)  # trace(A^T B)
-    return np.arccos(np.clip((trace - 1.0) / 2.0, -1.0, 1.0))
+    """Angle (radians) of the relative rotation between matching rotation matrices.
+
+    Uses |A - B|_F = 2 sqrt(2) sin(angle / 2), which is exact at 0 and precise for small angles
+    (arccos of the trace loses half the digits there).
+    """
+    chord = np.linalg.norm(rot_a - rot_b, axis=(-2, -1)) / (2.0 * np.sqrt(2.0))
+    return 2.0 * np.arcsin(np.clip(chord, 0.0, 1.0))
 
 
 def distance(acts_a, acts_b, *, mouth_weight: float = MOUTH_WEIGHT) -> float:
