@@ -1,0 +1,141 @@
+"""Built-in scorer plugin `render-compare`: the universal metric behind the `score` hook.
+
+For one edit instance it asks the candidates' modality plugin for frames A and B
+(`decode_reference`) and for each candidate's decoded form (`decode_to_mesh`), then scores them
+with `render_compare.RenderCompare`, which is built once per run and view config and shared
+through `ctx.shared`.
+
+Views come from the run's config: `ctx.config["views"]` (default 8) cameras of
+`ctx.config["resolution"]` (default 256) pixels, the same keys the depth plugin reads.
+
+Two modality shapes need help here:
+- a reference without vertices (depth: the maps are already the render of the frame's mesh)
+  is re-made from the instance's frame state on the reference mesh, because the part's pixels
+  come from the face-index pass of a mesh render;
+- clips (video: `Decoded.frames`, one vertex array per sampled frame) are scored frame by frame
+  against the references' frames and the scores and distances averaged; the face activation
+  distance is taken once on the whole sequences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from maskscore_core import hookimpl
+from maskscore_core.records import CandidateScore, Decoded, PluginInfo
+
+NAME = "render-compare"
+
+
+class RenderCompareScorerError(ValueError):
+    """Candidates or references the render-compare scorer cannot put side by side."""
+
+
+@hookimpl
+def plugin_info():
+    return PluginInfo(kind="scorer", provides=(NAME,))
+
+
+def view_config_of(ctx):
+    from maskscore_core.views import ViewConfig
+
+    config = ctx.config if ctx is not None else {}
+    return ViewConfig(count=int(config.get("views", 8)), resolution=int(config.get("resolution", 256)))
+
+
+def render_compare_of(ctx):
+    """The run's RenderCompare for its views (built once, shared by every plugin)."""
+    from maskscore_core.render_compare import RenderCompare
+
+    config = view_config_of(ctx)
+    if ctx is None:
+        return RenderCompare(config)
+    return ctx.shared(f"render-compare:{config.count}x{config.resolution}", lambda: RenderCompare(config))
+
+
+def _with_vertices(reference: Decoded, target) -> Decoded:
+    if reference.vertices is not None:
+        return reference
+    from maskscore_core.reference_mesh import get_reference_mesh
+
+    vertices = get_reference_mesh().vertices([target.state])[0]
+    return Decoded(vertices=vertices, activations=reference.activations)
+
+
+def _mean_scores(per_frame: list[CandidateScore]) -> CandidateScore:
+    keys = sorted(per_frame[0].distances)
+    return CandidateScore(
+        instruction_following=float(np.mean([s.instruction_following for s in per_frame])),
+        consistency=float(np.mean([s.consistency for s in per_frame])),
+        overall=float(np.mean([s.overall for s in per_frame])),
+        distances={k: float(np.mean([s.distances[k] for s in per_frame])) for k in keys},
+    )
+
+
+def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates: list[Decoded]) -> list[CandidateScore]:
+    """Scores of decoded candidates; clips frame by frame when every side is a clip."""
+    clips = [c for c in candidates if c.frames is not None]
+    if not clips or ref_a.frames is None or ref_b.frames is None:
+        return compare.score(compare.prepare(ref_a, ref_b, part), candidates)
+    if len(clips) != len(candidates):
+        raise RenderCompareScorerError("some candidates are clips (frames) and some are not; score them separately")
+    count = len(ref_a.frames)
+    for what, frames in [("frame B", ref_b.frames), *((f"candidate {i}", c.frames) for i, c in enumerate(candidates))]:
+        if len(frames) != count:
+            raise RenderCompareScorerError(f"{what} has {len(frames)} frames, frame A has {count}")
+    per_candidate: list[list[CandidateScore]] = [[] for _ in candidates]
+    for t in range(count):
+        prepared = compare.prepare(Decoded(vertices=ref_a.frames[t]), Decoded(vertices=ref_b.frames[t]), part)
+        frame_scores = compare.score(prepared, [Decoded(vertices=c.frames[t]) for c in candidates])
+        for i, s in enumerate(frame_scores):
+            per_candidate[i].append(s)
+    results = []
+    for cand, scores in zip(candidates, per_candidate):
+        mean = _mean_scores(scores)
+        if cand.activations is not None and ref_b.activations is not None:
+            mean = _add_activation(mean, cand.activations, ref_b.activations)
+        results.append(mean)
+    return results
+
+
+def _add_activation(score: CandidateScore, activations, reference_activations) -> CandidateScore:
+    """Fold the face activation agreement into instruction_following, as RenderCompare does."""
+    from maskscore_core import render_compare as rc
+    from maskscore_core.speech import agreement
+
+    distance = float(agreement.distance(np.asarray(activations), np.asarray(reference_activations)))
+    if_distances = {k.split(".", 1)[1]: v for k, v in score.distances.items() if k.startswith("if.")}
+    cons_distances = {k.split(".", 1)[1]: v for k, v in score.distances.items() if k.startswith("cons.")}
+    if_distances["activation"] = distance
+    instruction_following = rc.combine(if_distances)
+    consistency = rc.combine(cons_distances)
+    weights = rc.OVERALL_WEIGHTS
+    overall = (weights["instruction_following"] * instruction_following + weights["consistency"] * consistency) / sum(
+        weights.values()
+    )
+    distances = dict(score.distances)
+    distances["if.activation"] = distance
+    return CandidateScore(instruction_following, consistency, overall, dict(sorted(distances.items())))
+
+
+@hookimpl
+def score(scorer, instance, candidates, ctx):
+    if scorer != NAME:
+        return None
+    from maskscore_core import plugins
+
+    if not candidates:
+        return []
+    modalities = sorted({c.asset.modality for c in candidates})
+    if len(modalities) != 1:
+        raise RenderCompareScorerError(f"one edit's candidates share one modality; got {modalities}")
+    modality = modalities[0]
+    part = instance.instruction.part
+    refs = {}
+    for which, target in (("a", instance.a), ("b", instance.b)):
+        decoded = plugins.call("decode_reference", modality, modality=modality, instance=instance, which=which, ctx=ctx)
+        refs[which] = _with_vertices(decoded, target)
+    decoded = [
+        plugins.call("decode_to_mesh", modality, asset=c.asset, instance=instance, ctx=ctx) for c in candidates
+    ]
+    return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded)
