@@ -6,8 +6,10 @@ is a deterministic function of the instance key (sha256 of the key, modulo the l
 ordered pairs), so the same dataset is built on every machine whatever plugins are installed;
 a pair whose plugin is missing fails loudly, naming it.
 
-Eligible outputs: what is said (speech, text) can only carry an edit that changes what is said,
-so those two are output paths only when frame A's and frame B's transcripts differ.
+Inputs may be any path. Outputs are the paths that carry a body state (depth, keypoints, pose,
+video): speech and text carry only what is said (words and voice), while a multimodal edit moves
+the face or neck of one frame (edits.TASK_TABLE), so every candidate would encode to the same
+audio or transcript and the ladder would collapse into ties. 6 inputs x 4 outputs - 4 = 20 pairs.
 `ctx.config["multimodal_pair"] = "pose->video"` pins a pair (for tests and ablations).
 """
 
@@ -23,7 +25,7 @@ from maskscore_core.records import EditInstance
 # Seed 000's derivation paths that have a decoder to the mesh. "image" is not among them: turning
 # pixels back into a mesh needs an image fitter, which MaskScore does not have (README.md).
 PATHS: tuple[str, ...] = ("depth", "keypoints", "pose", "speech", "text", "video")
-SPOKEN: tuple[str, ...] = ("speech", "text")
+OUTPUT_PATHS: tuple[str, ...] = ("depth", "keypoints", "pose", "video")
 
 
 class PairError(ValueError):
@@ -43,25 +45,24 @@ def parse_pair(text: str) -> Pair:
     if not isinstance(text, str) or text.count("->") != 1:
         raise PairError(f"a modality pair is written 'input->output', got {text!r}")
     pair = Pair(*(part.strip() for part in text.split("->")))
-    for name in (pair.input, pair.output):
+    for name, allowed in ((pair.input, PATHS), (pair.output, OUTPUT_PATHS)):
         vocab.check_modality(name)
-        if name not in PATHS:
-            raise PairError(f"{name!r} is not a derivation path; expected one of: {', '.join(PATHS)}")
+        if name not in allowed:
+            raise PairError(f"{name!r} cannot be used there; expected one of: {', '.join(allowed)}")
     if pair.input == pair.output:
         raise PairError(f"a multimodal pair needs two different paths, got {text!r}")
     return pair
 
 
-def eligible_pairs(instance: EditInstance) -> list[Pair]:
-    says_something_new = instance.a.transcript.strip() != instance.b.transcript.strip()
-    outputs = [m for m in PATHS if m not in SPOKEN or says_something_new]
-    return [Pair(i, o) for o in outputs for i in PATHS if i != o]
+def eligible_pairs() -> list[Pair]:
+    """Every (input, output) pair a row may compare, in a fixed order."""
+    return [Pair(i, o) for o in OUTPUT_PATHS for i in PATHS if i != o]
 
 
 def choose_pair(instance: EditInstance, ctx) -> Pair:
     pinned = ctx.config.get("multimodal_pair")
     if pinned:
         return parse_pair(pinned)
-    pairs = eligible_pairs(instance)
+    pairs = eligible_pairs()
     digest = hashlib.sha256(instance.key.encode("utf-8")).digest()
     return pairs[int.from_bytes(digest[:8], "big") % len(pairs)]

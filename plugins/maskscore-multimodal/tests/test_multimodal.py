@@ -11,7 +11,7 @@ import pytest
 
 from maskscore_core import plugins, schemas
 from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
-from maskscore_multimodal.pairs import PATHS, Pair, PairError, choose_pair, eligible_pairs
+from maskscore_multimodal.pairs import OUTPUT_PATHS, PATHS, Pair, choose_pair, eligible_pairs
 
 MODALITY = "multimodal"
 
@@ -43,33 +43,34 @@ def test_pairs_are_deterministic_from_the_key_and_cover_the_paths(ctx):
     first = [choose_pair(_instance(k), ctx) for k in keys]
     assert first == [choose_pair(_instance(k), ctx) for k in keys]
     counts = collections.Counter(first)
-    assert set(counts) == set(eligible_pairs(_instance())) and len(counts) == len(PATHS) * (len(PATHS) - 1)
-    # Speech and text carry only what is said: no spoken output when the words do not change.
+    assert set(counts) == set(eligible_pairs()) and len(counts) == len(PATHS) * len(OUTPUT_PATHS) - len(OUTPUT_PATHS)
+    # Speech and text carry only what is said: references only, never candidates.
+    assert all(p.output not in ("speech", "text") for p in eligible_pairs())
     same_words = _instance(b_transcript="turn on the lights")
-    assert all(p.output not in ("speech", "text") for p in eligible_pairs(same_words))
     assert _pinned(ctx, "pose->video").config["multimodal_pair"] == "pose->video"
     assert choose_pair(same_words, _pinned(ctx, "pose->video")) == Pair("pose", "video")
-    for bad in ("pose", "pose->pose", "pose->mesh", "pose->smell"):
+    for bad in ("pose", "pose->pose", "pose->mesh", "pose->smell", "pose->text"):
         with pytest.raises(ValueError):
             choose_pair(same_words, _pinned(ctx, bad))
 
 
 def test_candidates_decode_through_the_output_path_references_through_the_input(ctx):
-    ctx = _pinned(ctx, "video->text")
+    ctx = _pinned(ctx, "text->video")
     instance = _instance()
     asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
     decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=ctx)
-    direct = plugins.call("decode_to_mesh", "text", asset=Asset("text", instance.b.transcript), instance=instance, ctx=ctx)
-    np.testing.assert_array_equal(decoded.activations, direct.activations)
+    video = plugins.call("encode", "video", modality="video", target=instance.b, ctx=ctx)
+    direct = plugins.call("decode_to_mesh", "video", asset=video, instance=instance, ctx=ctx)
     np.testing.assert_array_equal(decoded.vertices, direct.vertices)
+    assert len(decoded.frames) == len(direct.frames)
     ref = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="b", ctx=ctx)
-    video_ref = plugins.call("decode_reference", "video", modality="video", instance=instance, which="b", ctx=ctx)
-    assert ref.frames is not None and len(ref.frames) == len(video_ref.frames)
-    np.testing.assert_array_equal(ref.vertices, video_ref.vertices)
+    text_ref = plugins.call("decode_reference", "text", modality="text", instance=instance, which="b", ctx=ctx)
+    np.testing.assert_array_equal(ref.vertices, text_ref.vertices)
+    np.testing.assert_array_equal(ref.activations, text_ref.activations)
 
 
 def test_folders_round_trip_and_rows_name_realised_files(ctx, tmp_path):
-    ctx = _pinned(ctx, "text->speech")
+    ctx = _pinned(ctx, "speech->pose")
     instance = _instance()
     values = {}
     for target in (instance.a, instance.b):
@@ -84,19 +85,19 @@ def test_folders_round_trip_and_rows_name_realised_files(ctx, tmp_path):
         for dimension in ("instruction_following", "consistency", "overall")
     ]  # fmt: skip
     table = schemas.to_table("MultimodalEditReward", rows)
-    assert table.column("input_modality").to_pylist()[0] == "text"
-    assert table.column("output_modality").to_pylist()[0] == "speech"
-    assert (tmp_path / "assets/b/speech.wav").is_file()
+    assert table.column("input_modality").to_pylist()[0] == "speech"
+    assert table.column("output_modality").to_pylist()[0] == "pose"
+    assert (tmp_path / "assets/a/speech.wav").is_file()
     manifest = json.loads((tmp_path / "assets/b/manifest.json").read_text())
-    assert manifest["modality"] == "speech" and manifest["value"] == "assets/b/speech.wav"
+    assert manifest["modality"] == "pose" and len(manifest["value"]) == 78 * 3 + 3
     back = plugins.call("read_asset", MODALITY, modality=MODALITY, value="assets/b", root=tmp_path, ctx=ctx)
-    assert back.data.realised.modality == "speech" and back.data.target == instance.b
+    assert back.data.realised.modality == "pose" and back.data.target == instance.b
     from_disk = plugins.call("decode_to_mesh", MODALITY, asset=back, instance=instance, ctx=ctx)
     in_memory = plugins.call(
         "decode_to_mesh", MODALITY, asset=plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx),
         instance=instance, ctx=ctx,
     )  # fmt: skip
-    np.testing.assert_array_equal(from_disk.activations, in_memory.activations)
+    np.testing.assert_allclose(from_disk.vertices, in_memory.vertices, atol=1e-9)
 
 
 def test_bad_folders_and_parts_are_named(ctx, tmp_path):
