@@ -1,0 +1,125 @@
+"""`maskscore show`: one bench row drawn as a contact sheet.
+
+Left to right: frame A, frame B, then each candidate in ladder order, every tile a shaded render
+of the ANNY mesh from the front with the target part's pixel mask tinted over it, and under each
+candidate its three scores as stored in the bench (instruction_following, consistency, overall).
+Candidates are decoded with `decode_to_mesh` (a clip shows its middle frame; a depth candidate
+its depth map), so the sheet shows what the metric compared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from .. import plugins, vocab
+from ..context import Context
+from ..records import Decoded, EditInstance
+from . import reader
+
+MASK_TINT = np.array([255, 64, 64], dtype=np.float64)
+MASK_ALPHA = 0.45
+CAPTION_LINES = 4
+LINE_HEIGHT = 12
+MARGIN = 6
+
+
+class ContactSheetError(RuntimeError):
+    """A row that cannot be drawn (unknown key, candidate that decodes to nothing drawable)."""
+
+
+def _front_view(resolution: int):
+    from ..views import ViewConfig
+
+    # One view at Hammersley u = 0.5 (pitch 0) and yaw 0: straight at the face.
+    return ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0))
+
+
+def _mesh_tile(vertices: np.ndarray, part: str, resolution: int) -> np.ndarray:
+    from ..parts import pixel_mask
+    from ..render import get_renderer
+
+    renderer = get_renderer(_front_view(resolution))
+    rgb = renderer.render_rgb(vertices, resolution, resolution, view_index=0).astype(np.float64)
+    mask = pixel_mask(renderer.render(vertices), part)[0]
+    rgb[mask] = (1.0 - MASK_ALPHA) * rgb[mask] + MASK_ALPHA * MASK_TINT
+    return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+
+
+def _depth_tile(depth: np.ndarray, resolution: int) -> np.ndarray:
+    view = np.asarray(depth[0] if depth.ndim == 3 else depth, dtype=np.float64)
+    covered = view > 0
+    grey = np.zeros_like(view)
+    if covered.any():
+        near, far = view[covered].min(), view[covered].max()
+        grey[covered] = 255.0 * (1.0 - (view[covered] - near) / max(far - near, 1e-9)) * 0.8 + 40.0
+    image = Image.fromarray(np.clip(np.rint(grey), 0, 255).astype(np.uint8)).resize((resolution, resolution), Image.NEAREST)
+    return np.stack([np.asarray(image)] * 3, axis=-1)
+
+
+def decoded_tile(decoded: Decoded, part: str, resolution: int, what: str) -> np.ndarray:
+    """The picture of one decoded candidate or reference."""
+    if decoded.vertices is not None:
+        return _mesh_tile(decoded.vertices, part, resolution)
+    if decoded.frames:
+        return _mesh_tile(decoded.frames[len(decoded.frames) // 2], part, resolution)
+    if decoded.depth is not None:
+        return _depth_tile(decoded.depth, resolution)
+    raise ContactSheetError(f"{what} decodes to neither a mesh nor a depth map; nothing to draw")
+
+
+def _target_tile(target, part: str, resolution: int) -> np.ndarray:
+    from ..reference_mesh import get_reference_mesh
+
+    return _mesh_tile(get_reference_mesh().vertices([target.state])[0], part, resolution)
+
+
+def _row_scores(root: Path, key: str) -> tuple[str, dict, dict[str, list[float]]]:
+    """(modality, first row, {dimension: scores}) of the bench rows of `key`."""
+    found = [(m, row) for m, row in reader.iter_rows(root) if row["key"] == key]
+    if not found:
+        raise ContactSheetError(f"no row with key {key!r} in {root}")
+    modality, first = found[0]
+    return modality, first, {row["dimension"]: list(row["scores"]) for _, row in found}
+
+
+def draw_sheet(root: Path, key: str, out: Path, resolution: int = 192) -> Path:
+    """Draw the contact sheet of bench row `key` into `out` (PNG)."""
+    root = Path(root)
+    modality, row, scores = _row_scores(root, key)
+    instance: EditInstance = reader.load_instance(root, key)
+    part = instance.instruction.part
+    ctx = Context(workdir=root / ".show-work", config={"views": 1, "resolution": resolution, "dataset_root": str(root)})
+    candidates = reader.load_candidates(root, modality, row, ctx)
+    tiles = [("frame A (input)", _target_tile(instance.a, part, resolution), None),
+             ("frame B (target)", _target_tile(instance.b, part, resolution), None)]
+    for n, candidate in enumerate(candidates):
+        decoded = plugins.call("decode_to_mesh", modality, asset=candidate.asset, instance=instance, ctx=ctx)
+        tile = decoded_tile(decoded, part, resolution, f"candidate {n + 1}")
+        tiles.append((f"rung {candidate.rung}", tile, {d: scores[d][n] for d in vocab.DIMENSIONS if d in scores and scores[d]}))
+    return _compose(tiles, f"{key} | {modality} | {instance.instruction.task_type} | \"{instance.instruction.text}\"", out, resolution)
+
+
+def _compose(tiles, title: str, out: Path, resolution: int) -> Path:
+    font = ImageFont.load_default()
+    width = MARGIN + len(tiles) * (resolution + MARGIN)
+    height = 2 * LINE_HEIGHT + MARGIN + resolution + CAPTION_LINES * LINE_HEIGHT + MARGIN
+    sheet = Image.new("RGB", (width, height), (255, 255, 255))
+    draw = ImageDraw.Draw(sheet)
+    draw.text((MARGIN, MARGIN // 2), title[: width // 6], fill=(0, 0, 0), font=font)
+    top = 2 * LINE_HEIGHT
+    for i, (label, tile, tile_scores) in enumerate(tiles):
+        left = MARGIN + i * (resolution + MARGIN)
+        sheet.paste(Image.fromarray(tile), (left, top))
+        lines = [label]
+        if tile_scores:
+            short = {"instruction_following": "IF", "consistency": "cons", "overall": "overall"}
+            lines += [f"{short[d]}: {v:.3f}" for d, v in tile_scores.items()]
+        for j, line in enumerate(lines):
+            draw.text((left, top + resolution + 2 + j * LINE_HEIGHT), line, fill=(0, 0, 0), font=font)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sheet.save(out, format="PNG", optimize=False)
+    return out
