@@ -10,6 +10,7 @@ from maskscore_core.body import get_body_model
 from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
 
 MODALITY = "depth"
+LADDER_INSTANCES = 4
 
 
 def _state(jaw_open: float = 0.0) -> BodyState:
@@ -33,6 +34,26 @@ def test_plugin_is_listed_alone():
     assert records[MODALITY].distribution == "maskscore-depth"
     assert plugins.providers("modality") == {MODALITY: MODALITY}
 
+
+
+def test_cli_lists_it_and_without_it_nothing_answers(ctx, monkeypatch):
+    """Installed alone it is listed by `maskscore list-plugins`; not loaded, its modality is gone."""
+    import json
+
+    from click.testing import CliRunner
+
+    from maskscore_core.cli import main
+
+    result = CliRunner().invoke(main, ["list-plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.output)}
+    assert rows[MODALITY]["distribution"] == "maskscore-depth" and rows[MODALITY]["error"] is None
+    assert "reward_row" in rows[MODALITY]["hooks"]
+    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "")
+    plugins.reset()
+    assert MODALITY not in plugins.providers("modality")
+    with pytest.raises(plugins.NoPluginError, match="encode"):
+        plugins.call("encode", MODALITY, modality=MODALITY, target=_instance().a, ctx=ctx)
 
 def test_encode_is_the_render_depth_channel(ctx):
     instance = _instance()
@@ -100,3 +121,26 @@ def test_reward_row_has_seed_000_columns_and_validates(ctx, tmp_path):
     table = schemas.to_table("DepthEditReward", [row])
     assert table.column("input_depth").to_pylist() == ["assets/input.exr"]
     assert (tmp_path / row["conditioning_image"]).is_file()
+
+
+@pytest.fixture(scope="module")
+def built_in_instances(tmp_path_factory):
+    """Edit instances of this modality from the built-in ANNY source (3 subjects, 2 clips each)."""
+    from maskscore_core.edits import make_instances
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+
+    trials = generate_trials(AnnySourceConfig(seed=0, subjects=3, trials_per_subject=2), tmp_path_factory.mktemp("trials"))
+    return make_instances(trials, MODALITY, np.random.default_rng(5), count=LADDER_INSTANCES)
+
+
+@pytest.mark.slow
+def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_instances):
+    """Seed 000: rung 1 > 2 > 3 > 4 > 5 on overall, frame-pair candidates, render-compare scores."""
+    for instance in built_in_instances:
+        candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality=MODALITY, instance=instance, ctx=ctx)
+        assert [c.rung for c in candidates] == [1, 2, 3, 4, 5]
+        assert all(c.asset.modality == MODALITY for c in candidates)
+        scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
+        overall = [s.overall for s in scores]
+        part = instance.instruction.part
+        assert all(a > b for a, b in zip(overall, overall[1:])), f"{instance.key} ({part}): {overall}"
