@@ -11,6 +11,7 @@ from maskscore_core.records import Asset, BodyState, EditInstance, EditInstructi
 from maskscore_core.reference_mesh import get_reference_mesh
 
 MODALITY = "speech"
+LADDER_INSTANCES = 2
 
 
 def _state(jaw: float = 0.0) -> BodyState:
@@ -129,5 +130,49 @@ def test_reward_row_validates_against_the_schema(ctx, tmp_path):
     assert (tmp_path / rows[0]["conditioning_image"]).is_file()
 
 
+def test_list_plugins_shows_it_and_leaving_it_out_removes_the_modality(monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from maskscore_core.cli import main
+
+    rows = json.loads(CliRunner().invoke(main, ["list-plugins", "--json"]).output)
+    mine = [r for r in rows if r["name"] == MODALITY]
+    assert len(mine) == 1 and mine[0]["distribution"] == "maskscore-speech" and mine[0]["error"] is None
+    assert set(mine[0]["hooks"]) == {"decode_reference", "decode_to_mesh", "encode", "mask_part", "plugin_info",
+                                      "read_asset", "reward_row", "write_asset"}  # fmt: skip
+    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "")  # the core alone: as if the plugin were uninstalled
+    plugins.reset()
+    rows = json.loads(CliRunner().invoke(main, ["list-plugins", "--json"]).output)
+    assert MODALITY not in {r["name"] for r in rows}
+    with pytest.raises(plugins.NoPluginError, match=MODALITY):
+        plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=None)
+
+
 def test_other_modalities_are_not_answered(ctx):
     assert plugins.get_plugin_manager().hook.encode(modality="text", target=_instance().a, ctx=ctx) is None
+
+
+def _ladder_scores(instance, ctx):
+    """Overall scores of the frame-pair editor's five rungs under the built-in render-compare."""
+    candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality=MODALITY, instance=instance, ctx=ctx)
+    assert [c.rung for c in candidates] == [1, 2, 3, 4, 5]
+    scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
+    return [s.overall for s in scores]
+
+
+@pytest.fixture(scope="module")
+def built_in_trials(tmp_path_factory):
+    from maskscore_core.trials import anny_source
+
+    config = anny_source.AnnySourceConfig(seed=0, subjects=3, trials_per_subject=2)
+    return anny_source.generate_trials(config, tmp_path_factory.mktemp("trials"))
+
+
+def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_trials):
+    from maskscore_core.edits import make_instances
+
+    for instance in make_instances(built_in_trials, MODALITY, np.random.default_rng(0), LADDER_INSTANCES):
+        overall = _ladder_scores(instance, ctx)
+        assert all(better > worse for better, worse in zip(overall, overall[1:])), (instance.key, overall)
