@@ -9,7 +9,7 @@ not depend on what was aligned before it in the same process.
 Synthetic speech (espeak-ng) has stretches of exact digital zero, whose log-energy features
 derail the aligner (measured: 17 of 54 espeak clips aligned without a noise floor, 54 of 54 with
 it). So a fixed, seeded Gaussian noise floor (`NOISE_FLOORS`, in 16-bit units; 32 is about
--60 dBFS) is added before alignment; if the first level fails the next is tried. The noise comes
+-60 dBFS) is added before alignment; if a level fails the next is tried. The noise comes
 from fixed seeds, so the result is deterministic.
 """
 
@@ -28,7 +28,7 @@ from .phonemes import base_word, check_words, dictionary_path
 
 FRAME_S = 0.01  # pocketsphinx's frame shift
 _SILENCE_WORDS = ("<s>", "</s>", "<sil>")
-NOISE_FLOORS = (32.0, 16.0, 64.0)
+NOISE_FLOORS = (32.0, 16.0, 64.0, 256.0)
 NOISE_SEED = 0
 _lock = threading.Lock()
 
