@@ -1,11 +1,13 @@
 """MaskScore's text modality plugin: a transcript, scored through the mouth motion it implies
 (see README.md). Hook implementations only; the work lives in the modules."""
 
+from pathlib import Path
+
 from maskscore_core import hookimpl
 from maskscore_core.records import Asset, PluginInfo
 
 from .representation import MODALITY, TextError, check_text, decode_target, decode_text, part_actions
-from .table import text_row
+from .table import SUFFIX, relative_to_root, text_row, write_transcript
 
 
 @hookimpl
@@ -41,13 +43,14 @@ def mask_part(modality, part, ctx):
 
 @hookimpl
 def write_asset(asset, directory, name, ctx):
-    # The table holds transcripts as strings; nothing goes to disk.
+    # The .txt path; the row puts the transcript itself in the table (see table.py).
     if asset.modality == MODALITY:
-        return check_text(asset.data)
+        return relative_to_root(write_transcript(asset.data, Path(directory) / f"{name}{SUFFIX}"), ctx)
 
 
 @hookimpl
 def read_asset(modality, value, root, ctx):
+    # `value` comes from the table: the transcript itself.
     if modality == MODALITY:
         return Asset(modality=MODALITY, data=check_text(value))
 

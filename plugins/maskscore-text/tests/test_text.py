@@ -63,11 +63,11 @@ def test_references_are_the_video_derived_activations(ctx):
         plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="x", ctx=ctx)
 
 
-def test_transcripts_are_stored_in_the_table(ctx, tmp_path):
+def test_transcripts_are_kept_as_files_and_stored_in_the_table(ctx, tmp_path):
     asset = Asset(MODALITY, "play some music")
-    value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path, name="b", ctx=ctx)
-    assert value == "play some music" and not any(tmp_path.iterdir())
-    back = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+    value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name="b", ctx=ctx)
+    assert value == "assets/b.txt" and (tmp_path / value).read_text() == "play some music\n"
+    back = plugins.call("read_asset", MODALITY, modality=MODALITY, value="play some music", root=tmp_path, ctx=ctx)
     assert back.data == "play some music"
 
 
@@ -94,18 +94,27 @@ def test_masks_are_face_actions(ctx):
 
 def test_reward_row_validates_against_the_schema(ctx, tmp_path):
     instance = _instance()
+
+    def write(text, name):
+        return plugins.call("write_asset", MODALITY, asset=Asset(MODALITY, text), directory=tmp_path / "assets", name=name, ctx=ctx)
+
+    input_value = write("turn on the lights", "a")
+    candidates = [write("play some music", "r1"), write("turn on the lights", "r2")]
     rows = [
-        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value="turn on the lights",
-                     candidate_values=["play some music", "turn on the lights"], scores=[0.9, 0.2],
-                     dimension=dimension, root=tmp_path, ctx=ctx)
+        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=input_value,
+                     candidate_values=candidates, scores=[0.9, 0.2], dimension=dimension, root=tmp_path, ctx=ctx)
         for dimension in ("instruction_following", "consistency", "overall")
     ]  # fmt: skip
     table = schemas.to_table("TextEditReward", rows)
+    assert table.column("input_text").to_pylist()[0] == "turn on the lights"
     assert table.column("output_texts").to_pylist()[0] == ["play some music", "turn on the lights"]
     assert (tmp_path / rows[0]["conditioning_image"]).is_file()
     with pytest.raises(ValueError, match="dimension"):
-        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value="turn on the lights",
-                     candidate_values=["a"], scores=[0.5], dimension="beauty", root=tmp_path, ctx=ctx)  # fmt: skip
+        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=input_value,
+                     candidate_values=candidates[:1], scores=[0.5], dimension="beauty", root=tmp_path, ctx=ctx)  # fmt: skip
+    with pytest.raises(ValueError, match="does not exist"):
+        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value="assets/gone.txt",
+                     candidate_values=candidates, scores=[0.5, 0.4], dimension="overall", root=tmp_path, ctx=ctx)  # fmt: skip
 
 
 def test_list_plugins_shows_it_and_leaving_it_out_removes_the_modality(monkeypatch):
