@@ -28,7 +28,7 @@ from .phonemes import base_word, check_words, dictionary_path
 
 FRAME_S = 0.01  # pocketsphinx's frame shift
 _SILENCE_WORDS = ("<s>", "</s>", "<sil>")
-NOISE_FLOORS = (32.0, 16.0, 64.0, 256.0)
+NOISE_FLOORS = (32.0, 16.0, 64.0)
 NOISE_SEED = 0
 _lock = threading.Lock()
 
