@@ -1,0 +1,145 @@
+"""Edit instances: same-subject pairs where the part really differs, valid instructions and task types."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from maskscore_core import edits, vocab
+from maskscore_core.body import get_body_model
+from maskscore_core.records import BodyState, Frame, Subject, Trial
+
+
+def _state(actions=None, bones=None, accessories=(), part_scale=None, phenotype=None):
+    body = get_body_model()
+    expression = np.zeros(52)
+    for name, value in (actions or {}).items():
+        expression[body.action_index(name)] = value
+    pose = np.zeros((78, 3))
+    for name, value in (bones or {}).items():
+        pose[body.bone_index(name)] = value
+    return BodyState(phenotype=phenotype or {}, pose=pose, expression=expression, accessories=accessories, part_scale=part_scale or {})
+
+
+def _trial(subject, index, transcript, states):
+    frames = [Frame(i, i / 25, s) for i, s in enumerate(states)]
+    return Trial(f"{subject.subject_id}-t{index:03d}", "test", subject, transcript, 25.0, frames)
+
+
+def hand_trials():
+    """Two subjects; subject 0's trials differ by glasses (added), a hat (removed), ears scale,
+    jaw and brows; subject 1 replaces earrings between its trials."""
+    s0 = Subject("s0", {"gender": 0.1}, "en-us", ("hat_tall",))
+    s1 = Subject("s1", {"gender": 0.9}, "en-us+f3", ("earrings_hoop",))
+    neck = {"Neck1": [0.0, 0.0, 0.0]}
+    t00 = _trial(s0, 0, "turn on the lights", [
+        _state({"jawOpen": 0.0}, neck, ("hat_tall",)),
+        _state({"jawOpen": 0.6, "browInnerUp": 0.5}, {"Neck1": [0.1, 0, 0]}, ("hat_tall",)),
+        _state({"jawOpen": 0.1, "noseSneerLeft": 0.5}, neck, ("hat_tall",)),
+    ])
+    t01 = _trial(s0, 1, "play some music", [
+        _state({"jawOpen": 0.2}, neck, ("glasses_round",), {"ears": 1.2}),
+        _state({"jawOpen": 0.7, "eyeLookUpLeft": 0.5}, neck, ("glasses_round",), {"ears": 1.2}),
+    ])
+    t10 = _trial(s1, 0, "what time is it", [_state({"jawOpen": 0.3}, neck, ("earrings_hoop",))] * 2)
+    t11 = _trial(s1, 1, "call my mother", [_state({"jawOpen": 0.0}, neck, ("earrings_stud",))] * 3)
+    return [t00, t01, t10, t11]
+
+
+@pytest.fixture(scope="module")
+def trials():
+    return hand_trials()
+
+
+@pytest.mark.parametrize("modality", vocab.MODALITIES)
+def test_instances_are_valid_same_subject_pairs(trials, modality):
+    instances = edits.make_instances(trials, modality, np.random.default_rng(0), 4)
+    assert len(instances) == 4
+    assert len({i.key for i in instances}) == 4
+    for inst in instances:
+        part, task = inst.instruction.part, inst.instruction.task_type
+        assert inst.instruction.modality == modality
+        assert inst.a.subject == inst.b.subject
+        assert inst.other is not None and inst.other.subject != inst.a.subject
+        assert inst.trial_a.startswith(inst.a.subject.subject_id) and inst.trial_b.startswith(inst.b.subject.subject_id)
+        # the task type is the table's, and its group edits this part (seed 000's table)
+        assert task in edits.task_types(modality)
+        assert part in vocab.GROUP_PARTS[vocab.task_group(task)]
+        if modality in edits.SEQUENCE_MODALITIES:
+            assert inst.trial_a != inst.trial_b
+            assert len(inst.a.states) > 1 and len(inst.b.states) > 1
+        else:
+            assert len(inst.a.states) == len(inst.b.states) == 1
+            assert edits.part_change(part, inst.a.state, inst.b.state) >= 1.0
+        if modality in ("speech", "text"):
+            assert inst.a.transcript != inst.b.transcript
+        expected = edits.TEMPLATES[modality].format(part=part, phrase=inst.b.transcript)
+        assert inst.instruction.text == expected
+
+
+def test_template_wording():
+    assert edits.instruction_text("mesh", "mouth") == "edit the mouth to match frame B"
+    assert edits.instruction_text("text", "mouth", "play jazz") == "change the command to play jazz"
+    assert edits.instruction_text("speech", "mouth", "play jazz") == "resynthesize the mouth to say play jazz"
+    assert edits.instruction_text("pose", "eyebrow") == "repose the eyebrow to frame B's expression"
+
+
+def test_thresholds():
+    a = _state({"jawOpen": 0.1})
+    assert edits.part_change("mouth", a, _state({"jawOpen": 0.39})) < 1.0
+    assert edits.part_change("mouth", a, _state({"jawOpen": 0.41})) >= 1.0
+    assert edits.part_change("eyebrow", a, _state({"jawOpen": 0.9})) == 0.0
+    assert edits.part_change("ears", a, _state(part_scale={"ears": 1.11})) >= 1.0
+    assert edits.part_change("ears", a, _state(part_scale={"ears": 1.05})) < 1.0
+    assert edits.part_change("eyewear", a, _state(accessories=("glasses_round",))) >= 1.0
+
+
+def test_accessory_task_types_follow_what_is_worn():
+    hat, glasses = _state(accessories=("hat_tall",)), _state(accessories=("glasses_round",))
+    assert edits.accessory_task("eyewear", hat, glasses) == "part_add"
+    assert edits.accessory_task("headwear", hat, glasses) == "part_remove"
+    assert edits.accessory_task("eyewear", glasses, _state(accessories=("glasses_square",))) == "part_replace"
+    with pytest.raises(edits.EditError, match="wear the same eyewear"):
+        edits.accessory_task("eyewear", glasses, glasses)
+
+
+def test_all_part_tasks_and_regions_appear(trials):
+    instances = edits.make_instances(trials, "mesh", np.random.default_rng(1), 40)
+    tasks = {i.instruction.task_type for i in instances}
+    assert {"part_add", "part_remove", "part_replace", "expression_change", "surface_edit", "depth_edit", "region_extract"} <= tasks
+    assert set(edits.task_types("mesh")) == tasks
+
+
+def test_same_rng_same_instances(trials):
+    first = edits.make_instances(trials, "depth", np.random.default_rng(5), 6)
+    second = edits.make_instances(trials, "depth", np.random.default_rng(5), 6)
+    assert first == second
+
+
+def test_errors_are_specific(trials):
+    with pytest.raises(vocab.VocabularyError, match="unknown modality 'smell'"):
+        edits.make_instances(trials, "smell", np.random.default_rng(0), 1)
+    with pytest.raises(edits.EditError, match="at least two subjects"):
+        edits.make_instances(trials[:2], "mesh", np.random.default_rng(0), 1)
+    with pytest.raises(edits.EditError, match="found only 4 of 5 distinct speech"):
+        edits.make_instances(trials, "speech", np.random.default_rng(0), 5)
+    with pytest.raises(edits.EditError, match="no subject has two trials"):
+        edits.make_instances([trials[0], trials[2]], "video", np.random.default_rng(0), 1)
+    with pytest.raises(edits.EditError, match="does not edit the 'ears' part"):
+        edits.check_part_for("pose", "ears")
+    with pytest.raises(vocab.VocabularyError, match="unknown part 'elbow'"):
+        edits.part_change("elbow", trials[0].frames[0].state, trials[0].frames[1].state)
+
+
+def test_generated_trials_give_real_differences(tmp_path):
+    """On the built-in source: mesh pairs meet the stated threshold and visibly move the mesh."""
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+
+    trials = generate_trials(AnnySourceConfig(seed=3, subjects=2, trials_per_subject=1, max_words=4), tmp_path)
+    instances = edits.make_instances(trials, "mesh", np.random.default_rng(0), 6)
+    body = get_body_model()
+    for inst in instances:
+        assert edits.part_change(inst.instruction.part, inst.a.state, inst.b.state) >= 1.0
+        verts = body.vertices([inst.a.state, inst.b.state])
+        if inst.instruction.task_type != "depth_edit":
+            assert np.linalg.norm(verts[0] - verts[1], axis=1).max() > 0.002

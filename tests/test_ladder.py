@@ -1,0 +1,162 @@
+"""The five-rung ladder: rung 1 is B on the part and A elsewhere, rungs 2-3 in between, rung 4 a
+disjoint part, rung 5 another subject; the phrase ladder for clips; the frame-pair editor."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from maskscore_core import edits, ladder, parts
+from maskscore_core.body import get_body_model
+from maskscore_core.records import BodyState, EditInstance, EditInstruction, Subject, Target
+
+SUBJECT = Subject("s0", {"gender": 0.1}, "en-us", ())
+OTHER = Subject("s1", {"gender": 0.9}, "en-us+f3", ())
+
+
+def _state(actions=None, bones=None, accessories=()):
+    body = get_body_model()
+    expression = np.zeros(52)
+    for name, value in (actions or {}).items():
+        expression[body.action_index(name)] = value
+    pose = np.zeros((78, 3))
+    for name, value in (bones or {}).items():
+        pose[body.bone_index(name)] = value
+    return BodyState(pose=pose, expression=expression, accessories=accessories)
+
+
+def _instance(part, a, b, modality="mesh", task="expression_change", other=None, a_text="turn on the lights", b_text="play some music"):
+    subject = SUBJECT
+    other = other or Target("wrong subject", OTHER, [a], "what time is it", 25.0)
+    return EditInstance(
+        key="k",
+        instruction=EditInstruction(edits.instruction_text(modality, part, b_text), part, task, modality),
+        a=Target("frame A", subject, [a] if isinstance(a, BodyState) else a, a_text, 25.0),
+        b=Target("frame B", subject, [b] if isinstance(b, BodyState) else b, b_text, 25.0),
+        other=other,
+    )
+
+
+def _indices(part):
+    body = get_body_model()
+    return [body.action_index(n) for n in parts.part_actions(part)], [body.bone_index(n) for n in parts.part_bones(part)]
+
+
+A = _state({"jawOpen": 0.1, "browInnerUp": 0.0, "eyeLookUpLeft": 0.2}, {"Neck1": [0.0, 0.0, 0.0]}, ("hat_tall",))
+B = _state({"jawOpen": 0.8, "browInnerUp": 0.6, "eyeLookUpLeft": 0.0}, {"Neck1": [0.1, 0.0, 0.0]}, ("glasses_round",))
+
+
+def test_rungs_of_an_action_part():
+    rungs = ladder.build_ladder(_instance("mouth", A, B))
+    assert [r.rung for r in rungs] == [1, 2, 3, 4, 5]
+    actions, bones = _indices("mouth")
+    others = [i for i in range(52) if i not in actions]
+    first = rungs[0].state
+    assert np.array_equal(first.expression[actions], B.expression[actions])
+    assert np.array_equal(first.expression[others], A.expression[others])
+    assert np.array_equal(first.pose[bones], B.pose[bones])
+    assert first.accessories == A.accessories and first.phenotype == A.phenotype
+    jaw = get_body_model().action_index("jawOpen")
+    assert rungs[1].state.expression[jaw] == pytest.approx(0.45)
+    assert rungs[2].state.expression[jaw] == pytest.approx(0.1 + 0.2 * 0.7)
+    # rung 4 edits another part that shares nothing with the mouth, and leaves the mouth as in A
+    wrong = rungs[3].label.split("(")[1].rstrip(")")
+    assert not set(parts.part_actions(wrong)) & set(parts.part_actions("mouth"))
+    assert not set(parts.part_bones(wrong)) & set(parts.part_bones("mouth"))
+    assert np.array_equal(rungs[3].state.expression[actions], A.expression[actions])
+    assert rungs[3].state != A
+    assert rungs[4].subject != rungs[0].subject and rungs[4].rung == 5
+
+
+def test_rung_one_moves_the_mesh_toward_b_on_the_part():
+    rungs = ladder.build_ladder(_instance("mouth", A, B))
+    verts = get_body_model().vertices([A, B, rungs[0].state, rungs[1].state, rungs[2].state])
+    moved = np.linalg.norm(verts[0] - verts[1], axis=1) > 1e-4
+    part_only = get_body_model().vertices([attrs.evolve(A, expression=rungs[0].state.expression)])[0]
+    assert np.allclose(verts[2], part_only)
+    gaps = [np.abs(verts[k][moved] - verts[1][moved]).mean() for k in (2, 3, 4)]
+    assert gaps[0] < gaps[1] < gaps[2]
+
+
+def test_rungs_of_a_bone_part():
+    rungs = ladder.build_ladder(_instance("neck", A, B, task="region_extract"))
+    n1 = get_body_model().bone_index("Neck1")
+    assert rungs[0].state.pose[n1] == pytest.approx([0.1, 0, 0])
+    assert rungs[1].state.pose[n1] == pytest.approx([0.05, 0, 0])
+    assert rungs[2].state.pose[n1] == pytest.approx([0.02, 0, 0])
+    assert np.array_equal(rungs[0].state.expression, A.expression)
+
+
+@pytest.mark.parametrize(
+    "a_worn, b_worn, expect",
+    [
+        ((), ("glasses_round",), [("glasses_round", 1.0), ("glasses_round", 0.5), ("glasses_round", 0.2)]),
+        (("glasses_round",), (), [(None, 1.0), ("glasses_round", 0.5), ("glasses_round", 0.8)]),
+        (("glasses_round",), ("glasses_square",), [("glasses_square", 1.0), ("glasses_square", 0.5), ("glasses_round", 0.8)]),
+    ],
+)
+def test_accessory_rungs_use_size_as_the_in_between(a_worn, b_worn, expect):
+    a = _state({"jawOpen": 0.1}, accessories=a_worn + ("hat_tall",))
+    b = _state({"jawOpen": 0.5}, accessories=b_worn)
+    rungs = ladder.build_ladder(_instance("eyewear", a, b, task=edits.accessory_task("eyewear", a, b)))
+    from maskscore_core import accessories
+
+    for target, (worn, scale) in zip(rungs[:3], expect):
+        assert accessories.worn(target.state.accessories, "glasses") == worn
+        assert target.state.part_scale.get("eyewear", 1.0) == pytest.approx(scale)
+        assert "hat_tall" in target.state.accessories  # the other slots stay as in A
+        assert np.array_equal(target.state.expression, a.expression)
+
+
+def test_phrase_ladder_for_clips():
+    a_clip = [_state({"jawOpen": 0.1 * i}) for i in range(4)]
+    b_clip = [_state({"jawOpen": 0.8 - 0.1 * i}) for i in range(6)]
+    other = Target("wrong subject", OTHER, a_clip, "what time is it", 25.0)
+    inst = _instance("mouth", a_clip, b_clip, modality="speech", task="speech_edit", other=other,
+                     a_text="turn on the kitchen lights", b_text="play some jazz music now")
+    rungs = ladder.build_ladder(inst)
+    assert [r.transcript for r in rungs] == [
+        "play some jazz music now",
+        "play some jazz kitchen lights",
+        "play on the kitchen lights",
+        "turn on the kitchen lights",
+        "what time is it",
+    ]
+    assert [len(r.states) for r in rungs[:4]] == [6, 6, 6, 6]  # B's timeline: the words are B's
+    jaw = get_body_model().action_index("jawOpen")
+    assert [s.expression[jaw] for s in rungs[0].states] == pytest.approx([s.expression[jaw] for s in b_clip])
+    assert rungs[4].subject.voice != rungs[0].subject.voice
+
+
+def test_non_mouth_clip_keeps_a_timeline_and_words():
+    a_clip = [_state({"browInnerUp": 0.0})] * 5
+    b_clip = [_state({"browInnerUp": 0.7})] * 3
+    inst = _instance("eyebrow", a_clip, b_clip, modality="video", task="temporal_edit")
+    rungs = ladder.build_ladder(inst)
+    assert all(len(r.states) == 5 and r.transcript == "turn on the lights" for r in rungs[:4])
+
+
+def test_mix_phrase():
+    assert ladder.mix_phrase("a b c d", "w x y z", 0.5) == "w x c d"
+    assert ladder.mix_phrase("a b c d", "w x y z", 1.0) == "w x y z"
+    assert ladder.mix_phrase("a b c d", "w x y z", 0.0) == "a b c d"
+
+
+def test_bad_instances_are_rejected():
+    with pytest.raises(ladder.LadderError, match="'tail' is not edited"):
+        ladder.apply_part(A, B, "tail", 1.0)
+    no_other = attrs.evolve(_instance("mouth", A, B), other=None)
+    with pytest.raises(ladder.LadderError, match="no other subject"):
+        ladder.build_ladder(no_other)
+
+
+def test_frame_pair_editor_encodes_five_rungs():
+    from maskscore_core import plugins
+    from maskscore_core.context import Context
+
+    inst = _instance("mouth", A, B)
+    candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality="mesh", instance=inst, ctx=Context())
+    assert [c.rung for c in candidates] == [1, 2, 3, 4, 5]
+    assert all(c.asset.modality == "mesh" for c in candidates)
+    assert candidates[0].label.startswith("rung 1")
