@@ -27,7 +27,6 @@ from .phone import Phone
 from .phonemes import base_word, check_words, dictionary_path
 
 FRAME_S = 0.01  # pocketsphinx's frame shift
-_SILENCE_WORDS = ("<s>", "</s>", "<sil>")
 NOISE_FLOORS = (32.0, 16.0, 64.0)
 NOISE_SEED = 0
 _lock = threading.Lock()
@@ -45,6 +44,11 @@ def _decoder():
         loglevel="FATAL",
     )
     return pocketsphinx.Decoder(config)
+
+
+def _is_filler(word: str) -> bool:
+    """Silence and noise tokens pocketsphinx may insert between words (<sil>, ++NOISE++, ...)."""
+    return word.startswith(("<", "[", "+"))
 
 
 def _decode(decoder, audio: bytes) -> None:
@@ -71,7 +75,7 @@ def _align_words(audio: bytes, words: list[str]) -> list[tuple[str, list[tuple[s
     decoder.set_alignment()
     _decode(decoder, audio)
     aligned = [(base_word(w.name), [(p.name, p.start, p.duration) for p in w]) for w in decoder.get_alignment()]
-    spoken = [(word, segments) for word, segments in aligned if word not in _SILENCE_WORDS]
+    spoken = [(word, segments) for word, segments in aligned if not _is_filler(word)]
     if [word for word, _ in spoken] != words:
         raise AlignmentError(f"pocketsphinx aligned only {[w for w, _ in spoken]}")
     return spoken

@@ -79,7 +79,6 @@ DIPHTHONGS: dict[str, tuple[str, str]] = {
     "EY": ("ae", "ih"),
     "OW": ("oh", "WU"),
 }
-assert set(PHONE_VISEMES) | set(DIPHTHONGS) == set(PHONES) | {"SIL"} - {"SIL"}
 
 
 @functools.cache
