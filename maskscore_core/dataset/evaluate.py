@@ -21,8 +21,8 @@ import numpy as np
 from tqdm import tqdm
 
 from .. import plugins, vocab
-from ..context import Context
 from . import reader
+from .shard import make_context
 from .metrics import grade_row, summarize
 
 
@@ -107,8 +107,8 @@ def _score_instance(root: Path, modality: str, row: dict, config: ScorerConfig, 
     instance = reader.load_instance(root, row["key"])
     passes = []
     for n in range(config.num_pass):
-        ctx = Context(
-            workdir=workdir, seed=config.seed + n,
+        ctx = make_context(
+            workdir, config.seed + n,
             config={"views": config.views, "resolution": config.resolution, "temperature": config.temperature,
                     "weights": config.weights, "pass": n, "dataset_root": str(root)},
         )

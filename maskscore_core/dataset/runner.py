@@ -21,7 +21,7 @@ from . import atomic
 from .card import write_card
 from .leakage import check_leakage
 from .plan import BuildConfig, ShardSpec, shard_plan
-from .shard import PARTIAL_DIR, WORK_DIR, build_shard
+from .shard import PARTIAL_DIR, WORK_DIR, build_shard, forget_trials
 
 CONFIG_MARKER = ".build-config.json"
 
@@ -66,11 +66,14 @@ def _run_local(config: BuildConfig, pending: list[ShardSpec], bar: tqdm) -> list
         return outcomes
     context = multiprocessing.get_context("spawn")
     outcomes = []
-    with concurrent.futures.ProcessPoolExecutor(max_workers=config.workers, mp_context=context) as pool:
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=config.workers, mp_context=context)
+    try:
         futures = [pool.submit(build_shard, config, spec) for spec in pending]
         for future in concurrent.futures.as_completed(futures):
             outcomes.append(future.result())
             bar.update(outcomes[-1].rows)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # a failed shard stops the build at once
     return outcomes
 
 
@@ -113,6 +116,7 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
         outcomes = runner(config, pending, bar) if pending else []
     built = sum(1 for o in outcomes if o.built)
     subjects = check_leakage(root, config.split, config.seed, bench_dir=bench_dir)
+    forget_trials(root)
     for leftover in (PARTIAL_DIR, WORK_DIR):
         shutil.rmtree(root / leftover, ignore_errors=True)
     card = write_card(root, config.content_config(), subjects=len(subjects))

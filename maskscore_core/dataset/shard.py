@@ -70,6 +70,19 @@ def load_instance_maker(spec: str):
 
 
 _TRIALS: dict[tuple, list] = {}
+# Heavy objects hooks share through ctx.shared (renderer, LPIPS), kept for the process's life.
+_SHARED: dict = {}
+
+
+def make_context(workdir: Path, seed: int, config: dict) -> Context:
+    """A hook context whose shared objects live as long as this process (built once per worker)."""
+    return Context(workdir=workdir, seed=seed, config=config, shared=_SHARED)
+
+
+def forget_trials(root: Path) -> None:
+    """Drop this process's cached trials of the build at `root` (their files are about to go)."""
+    for key in [k for k in _TRIALS if k[-1] == str(root)]:
+        del _TRIALS[key]
 
 
 def split_trials(config: BuildConfig) -> list:
@@ -78,7 +91,7 @@ def split_trials(config: BuildConfig) -> list:
     if key not in _TRIALS:
         workdir = Path(config.out) / WORK_DIR / f"trials-{os.getpid()}"
         workdir.mkdir(parents=True, exist_ok=True)
-        ctx = Context(workdir=workdir, seed=config.seed, config=scoring_config(config))
+        ctx = make_context(workdir, config.seed, scoring_config(config))
         trials = list(plugins.call("extract", config.source, source=config.source, config=config.source_config(), ctx=ctx))
         _TRIALS[key] = trials_for_split(trials, config.split, config.seed)
     return _TRIALS[key]
@@ -169,7 +182,7 @@ def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
         shutil.rmtree(temp_root)  # a killed attempt's leftovers
     asset_dir = spec.asset_dir(temp_root)
     asset_dir.mkdir(parents=True)
-    ctx = Context(workdir=temp_root / "work", seed=config.seed, config={**scoring_config(config), "dataset_root": str(temp_root)})
+    ctx = make_context(temp_root / "work", config.seed, {**scoring_config(config), "dataset_root": str(temp_root)})
     ctx.workdir.mkdir()
 
     trials = split_trials(config)
