@@ -8,8 +8,9 @@ view, and the `aov` integrator returns, per pixel:
 - depth: Mitsuba's `depth` AOV, the distance along the camera ray to the hit (metres), 0 on
   background;
 - normals: Mitsuba's `sh_normal` AOV, the world-space shading normal, interpolated from
-  per-vertex normals that Mitsuba recomputes whenever the vertex positions change; (0,0,0) on
-  background;
+  per-vertex normals (area-weighted mean of the adjacent faces' normals, `vertex_normals`);
+  (0,0,0) on background. The vertex normals are computed here in numpy rather than by Mitsuba,
+  whose parallel scatter-add sums in a varying order and so changes the last bits between runs;
 - face_id: Mitsuba's `prim_index`, the index of the hit triangle in the reference mesh's faces.
   Background also reads 0, so `coverage` (a hit: depth > 0) tells it apart, and face_id is -1
   wherever coverage is False.
@@ -148,6 +149,22 @@ def _sensor_dict(pose: CameraPose, fov_deg: float, near_clip: float, width: int,
     }
 
 
+def vertex_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """(V, 3) unit normals: the sum of the adjacent faces' (area-weighted) normals, normalised.
+    Sums run in a fixed order (bincount), so the same mesh always gives the same bits."""
+    v = np.asarray(vertices, dtype=np.float64)
+    corners = v[faces]
+    face_normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    flat_ids = faces.ravel()
+    summed = np.stack(
+        [np.bincount(flat_ids, weights=np.repeat(face_normals[:, axis], 3), minlength=len(v)) for axis in range(3)],
+        axis=1,
+    )
+    length = np.linalg.norm(summed, axis=1, keepdims=True)
+    # Vertices of collapsed (absent) accessories have no area: give them any unit normal.
+    return np.where(length > 0, summed / np.where(length > 0, length, 1.0), np.array([0.0, 1.0, 0.0]))
+
+
 def _forward(pose: CameraPose) -> np.ndarray:
     return pose.to_world()[:3, 2]
 
@@ -160,6 +177,7 @@ class _Scene:
         import mitsuba as mi
 
         self.views, self.width, self.height = len(poses), width, height
+        self.faces = np.asarray(faces, dtype=np.int64)
         self.vertex_count = vertex_count
         mesh = mi.Mesh("reference", vertex_count=vertex_count, face_count=len(faces), has_vertex_normals=True)
         params = mi.traverse(mesh)
@@ -188,9 +206,10 @@ class _Scene:
             }
         )
         self.params = mi.traverse(self.scene)
-        self.position_key = "mesh.vertex_positions"
-        if self.position_key not in self.params:
-            raise RenderError(f"Mitsuba scene has no {self.position_key!r} parameter; keys: {list(self.params.keys())}")
+        self.position_key, self.normal_key = "mesh.vertex_positions", "mesh.vertex_normals"
+        for key in (self.position_key, self.normal_key):
+            if key not in self.params:
+                raise RenderError(f"Mitsuba scene has no {key!r} parameter; keys: {list(self.params.keys())}")
         # Mitsuba starts each ray on the near clip plane, so its `depth` AOV is measured from
         # there; adding the distance from the eye to that plane along each ray gives the
         # distance from the camera centre that RenderResult promises.
@@ -203,8 +222,10 @@ class _Scene:
         import mitsuba as mi
 
         flat = np.ascontiguousarray(vertices, dtype=np.float32).ravel()
+        normals = np.ascontiguousarray(vertex_normals(vertices, self.faces), dtype=np.float32).ravel()
         with self.lock:
             self.params[self.position_key] = mi.Float(flat)
+            self.params[self.normal_key] = mi.Float(normals)  # both keys: Mitsuba keeps our normals
             self.params.update()
             image = np.array(mi.render(self.scene, seed=0, spp=1), dtype=np.float32)
         # (H, N*W, 5) -> (N, H, W, 5)

@@ -6,8 +6,9 @@ The ANNY reference frame is Y up, metres, face looking towards +Z (see `body`). 
 
 Degenerate views: the sequence's first sample has pitch exactly -90 degrees (a camera looking
 straight up the Y axis, where "up" is undefined). Pitches are therefore clamped to
-[-max_pitch_deg, +max_pitch_deg] (default 60 degrees), which keeps every camera well away from
-the up axis while keeping the sequence's yaw spread. Views from behind are kept: they see the
+[min_pitch_deg, max_pitch_deg] (default -30 .. +60 degrees), which keeps every camera well away
+from the up axis while keeping the sequence's yaw spread. The lower limit is tighter because a
+camera far below the head looks up through the chest (which the near clip plane cuts open). Views from behind are kept: they see the
 back of the head and neck, which the consistency dimension compares; part masks are per pixel,
 so a view that shows none of the edited part simply contributes nothing to instruction_following.
 """
@@ -83,7 +84,7 @@ class ViewConfig:
     count views of resolution x resolution pixels; a perspective camera of fov_deg (horizontal)
     at `radius` metres from `target` ("head": the default subject's head centre, "body": the
     middle of its bounding box, or an explicit (x, y, z) point). Pitches are clamped to
-    +-max_pitch_deg (see module docstring); `offset` is the Hammersley offset (u, v);
+    [min_pitch_deg, max_pitch_deg] (see module docstring); `offset` is the Hammersley offset (u, v);
     `clip_margin` sets the near clip plane (see `near_clip`).
     """
 
@@ -94,6 +95,7 @@ class ViewConfig:
     target: str | tuple[float, float, float] = attrs.field(
         default="head", converter=_target_converter, validator=_check_target
     )
+    min_pitch_deg: float = attrs.field(default=-30.0)
     max_pitch_deg: float = attrs.field(default=60.0)
     offset: tuple[float, float] = attrs.field(default=(0.0, 0.0), converter=lambda v: (float(v[0]), float(v[1])))
     clip_margin: float = attrs.field(default=0.25, validator=_check_positive("clip_margin"))
@@ -107,8 +109,11 @@ class ViewConfig:
     def __attrs_post_init__(self):
         if not isinstance(self.count, int) or not isinstance(self.resolution, int):
             raise ValueError("ViewConfig.count and .resolution must be integers")
-        if not 0.0 <= self.max_pitch_deg < 90.0:
-            raise ValueError(f"ViewConfig.max_pitch_deg must be in [0, 90), got {self.max_pitch_deg}")
+        if not -90.0 < self.min_pitch_deg <= self.max_pitch_deg < 90.0:
+            raise ValueError(
+                "ViewConfig pitch limits must satisfy -90 < min_pitch_deg <= max_pitch_deg < 90,"
+                f" got {self.min_pitch_deg} and {self.max_pitch_deg}"
+            )
         if self.fov_deg >= 180.0:
             raise ValueError(f"ViewConfig.fov_deg must be below 180, got {self.fov_deg}")
 
@@ -174,11 +179,11 @@ def camera_poses(config: ViewConfig, target_point: tuple[float, float, float] | 
     if target_point is None:
         target_point = resolve_target(config)
     centre = np.asarray(target_point, dtype=np.float64)
-    limit = math.radians(config.max_pitch_deg)
+    lowest, highest = math.radians(config.min_pitch_deg), math.radians(config.max_pitch_deg)
     poses = []
     for n in range(config.count):
         yaw, pitch = sphere_hammersley_sequence(n, config.count, config.offset)
-        pitch = min(max(pitch, -limit), limit)
+        pitch = min(max(pitch, lowest), highest)
         direction = np.array([math.sin(yaw) * math.cos(pitch), math.sin(pitch), math.cos(yaw) * math.cos(pitch)])
         origin = centre + config.radius * direction
         poses.append(
