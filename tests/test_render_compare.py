@@ -186,3 +186,85 @@ def test_bad_inputs_are_named(small, jaw_edit):
         small.score(prepared, [Decoded()])
     with pytest.raises(RenderCompareError, match="must be meshes"):
         small.prepare(Decoded(depth=small.renderer.render(a.vertices).depth), b, "mouth")
+
+
+# -- the built-in scorer plugin and the CLI ---------------------------------------------------
+
+
+def _instance(modality: str):
+    from maskscore_core.records import EditInstance, EditInstruction, Subject, Target
+
+    subject = Subject(subject_id="s0", phenotype={})
+    target_a = Target(label="frame A", subject=subject, states=(state(),))
+    target_b = Target(label="frame B", subject=subject, states=(state({"jawOpen": 0.8}),))
+    instruction = EditInstruction(
+        text="edit the mouth to match frame B", part="mouth", task_type="expression_change", modality=modality
+    )
+    return EditInstance(key="k0", instruction=instruction, a=target_a, b=target_b)
+
+
+def test_scorer_plugin_scores_mesh_and_depth_candidates(tmp_path):
+    from maskscore_core import plugins
+    from maskscore_core.context import Context
+    from maskscore_core.records import Asset, Candidate
+
+    ctx = Context(workdir=tmp_path, config={"views": SMALL.count, "resolution": SMALL.resolution})
+    assert plugins.plugin_info("render_compare_scorer").provides == ("render-compare",)
+    mesh_instance = _instance("mesh")
+    a, b = mesh(), mesh({"jawOpen": 0.8})
+    candidates = [Candidate("b", Asset("mesh", b.vertices)), Candidate("a", Asset("mesh", a.vertices))]
+    scored = plugins.call("score", "render-compare", scorer="render-compare", instance=mesh_instance,
+                          candidates=candidates, ctx=ctx)  # fmt: skip
+    assert scored[0].instruction_following == 1.0 and scored[1].consistency == 1.0
+    assert scored[0].overall > scored[1].overall
+    renderer = ctx.shared(f"render-compare:{SMALL.count}x{SMALL.resolution}", lambda: None).renderer
+    depth_candidates = [Candidate("b", Asset("depth", renderer.render(b.vertices).depth))]
+    (depth_score,) = plugins.call("score", "render-compare", scorer="render-compare", instance=_instance("depth"),
+                                  candidates=depth_candidates, ctx=ctx)  # fmt: skip
+    assert depth_score.instruction_following == 1.0
+    assert set(depth_score.distances) == {"if.depth_l1", "cons.depth_l1"}
+    assert plugins.get_plugin_manager().hook.score(scorer="latent-l2-nope", instance=mesh_instance,
+                                                   candidates=candidates, ctx=ctx) is None  # fmt: skip
+
+
+def test_clips_are_scored_frame_by_frame(small):
+    from maskscore_core.builtins.render_compare_scorer import score_decoded
+
+    a, half, b = mesh(), mesh({"jawOpen": 0.4}), mesh({"jawOpen": 0.8})
+    ref_a = Decoded(vertices=a.vertices, frames=(a.vertices, a.vertices))
+    ref_b = Decoded(vertices=b.vertices, frames=(half.vertices, b.vertices))
+    exact = Decoded(vertices=b.vertices, frames=(half.vertices, b.vertices))
+    frozen = Decoded(vertices=a.vertices, frames=(a.vertices, a.vertices))
+    s_exact, s_frozen = score_decoded(small, "mouth", ref_a, ref_b, [exact, frozen])
+    assert s_exact.instruction_following == 1.0 and s_frozen.consistency == 1.0
+    assert s_exact.overall > s_frozen.overall
+    (last_frame,) = small.score(small.prepare(a, b, "mouth"), [a])
+    (first_frame,) = small.score(small.prepare(a, half, "mouth"), [a])
+    assert s_frozen.instruction_following == pytest.approx(
+        (last_frame.instruction_following + first_frame.instruction_following) / 2, rel=1e-6
+    )
+
+
+def test_score_command_prints_json_and_names_bad_files(tmp_path):
+    from click.testing import CliRunner
+
+    from maskscore_core.cli.score_command import score_command
+    from maskscore_core.meshio import write_mesh
+
+    a = write_mesh(tmp_path / "a.glb", mesh().vertices)
+    b = write_mesh(tmp_path / "b.ply", mesh({"jawOpen": 0.8}).vertices)
+    half = write_mesh(tmp_path / "half.obj", mesh({"jawOpen": 0.4}).vertices)
+    args = ["--frame-a", str(a), "--frame-b", str(b), "--part", "mouth", "--views", "4", "--resolution", "64"]
+    result = CliRunner().invoke(score_command, [*args, str(b), str(half)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    first, second = report["candidates"]
+    assert first["path"] == str(b) and first["instruction_following"] == 1.0
+    assert first["overall"] > second["overall"]
+    assert "if.lpips" in second["distances"] and report["views"]["count"] == 4
+    again = CliRunner().invoke(score_command, [*args, str(b), str(half)])
+    assert again.output == result.output
+    missing = CliRunner().invoke(score_command, [*args, str(tmp_path / "nope.glb")])
+    assert missing.exit_code != 0 and "not found" in missing.output
+    unknown = CliRunner().invoke(score_command, ["--frame-a", str(a), "--frame-b", str(b), "--part", "lips", str(half)])
+    assert unknown.exit_code != 0 and "unknown part 'lips'" in unknown.output
