@@ -12,6 +12,14 @@ A part "really differs" between two body states when at least one of these holds
 - its regional scale (`BodyState.part_scale`) changes by at least SCALE_DELTA (0.1);
 - for an accessory part: the worn accessory differs (added, removed or replaced).
 
+The rest of the body may differ, but not what decides where and whether the part is seen:
+except when the part is the neck (whose bones carry the head), the neck and head bones
+(HEAD_CARRIER_BONES) of A and B differ by at most REST_POSE_MAX_RAD (0.02 rad, about 1 degree),
+and except for accessory parts, A and B wear the same accessories. Otherwise a rigid head motion
+or a hat put on would dominate every render of the part, and frame B's part applied to A would
+not look like B. (Video pairs two clips: only the accessories rule applies; speech and text pair
+two clips whose words differ, and no rule on the rest applies.)
+
 Single-frame modalities (mesh, depth, keypoints, pose, multimodal) pair two frames of one subject
 (from one trial or two). Sequence modalities (video, speech, text) pair two clips (trials) of one
 subject; their Targets hold every frame. The wrong-subject target (`other`) is the same frame
@@ -32,6 +40,8 @@ from .records import BodyState, EditInstance, EditInstruction, Target, Trial
 ACTION_DELTA = 0.3
 BONE_DELTA_RAD = 0.05
 SCALE_DELTA = 0.1
+REST_POSE_MAX_RAD = 0.02
+HEAD_CARRIER_BONES: tuple[str, ...] = ("Neck1", "Neck2", "Head")
 
 # Instruction templates of seed 000, one per modality.
 TEMPLATES: dict[str, str] = {
@@ -153,6 +163,20 @@ def _pairwise_change(part: str, states: list[BodyState]) -> np.ndarray:
     return strength
 
 
+def head_turn(a: BodyState, b: BodyState) -> float:
+    """Largest rotation difference (rad, axis-angle distance) of the bones that carry the head."""
+    return float(_pairwise_head_turn([a, b])[0, 1])
+
+
+def _pairwise_head_turn(states: list[BodyState]) -> np.ndarray:
+    from .body import get_body_model
+
+    body = get_body_model()
+    bones = [body.bone_index(name) for name in HEAD_CARRIER_BONES]
+    rot = np.stack([s.pose[bones] for s in states])
+    return np.linalg.norm(rot[:, None] - rot[None, :], axis=3).max(axis=2)
+
+
 def accessory_task(part: str, a: BodyState, b: BodyState) -> str:
     """part_add, part_remove or part_replace, from what A and B wear in the part's slot."""
     slot = accessories.slot_for_part(part)
@@ -208,6 +232,11 @@ def _static_pairs(part: str, trials: list[Trial]) -> tuple[list[tuple[int, int]]
     index = [(t, f) for t, trial in enumerate(trials) for f in range(len(trial.frames))]
     states = [trials[t].frames[f].state for t, f in index]
     ok = _pairwise_change(part, states) >= 1.0
+    if part != "neck":
+        ok &= _pairwise_head_turn(states) <= REST_POSE_MAX_RAD
+    if part not in vocab.ACCESSORY_PARTS:
+        worn = [s.accessories for s in states]
+        ok &= np.array([[wa == wb for wb in worn] for wa in worn])
     np.fill_diagonal(ok, False)
     return index, np.argwhere(ok)
 
@@ -255,7 +284,8 @@ def make_instances(trials: list[Trial], modality: str, rng: np.random.Generator,
                 ta, tb = rng.choice(len(subject_trials), size=2, replace=False)
                 trial_a, trial_b = subject_trials[int(ta)], subject_trials[int(tb)]
                 if modality == "video":
-                    if _sequence_change(part, trial_a, trial_b) < 1.0:
+                    same_look = trial_a.frames[0].state.accessories == trial_b.frames[0].state.accessories
+                    if not same_look or _sequence_change(part, trial_a, trial_b) < 1.0:
                         continue
                 elif trial_a.transcript == trial_b.transcript:
                     continue

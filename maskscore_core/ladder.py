@@ -6,7 +6,8 @@
 | 2    | interpolation between A and B           | the part moved INTERPOLATION_T (0.5) of the way  |
 | 3    | partial edit (wrong severity)           | the part moved PARTIAL_T (0.2) of the way        |
 | 4    | wrong part edited                       | B's values on another part that shares no action,|
-|      |                                         | bone or slot with it (the one changing most)     |
+|      |                                         | bone or slot with it (the one changing most);    |
+|      |                                         | never the neck, whose bones carry every part     |
 | 5    | wrong subject                           | `instance.other`: another subject's frame/clip   |
 
 "The part's values" are its facial actions and SOMA bones (`parts.part_actions`,
@@ -123,13 +124,16 @@ def _footprint(part: str) -> set[str]:
 
 
 def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> str:
-    """The part rung 4 edits instead: shares nothing with `part`; among those the modality edits
-    (else any active or accessory part), the one that changes most from A to B (vocab order on ties)."""
+    """The part rung 4 edits instead: shares nothing with `part` and is not the neck (moving the
+    neck moves the head, so every other part with it); among those the modality edits (else any
+    active or accessory part), the one that changes most from A to B (vocab order on ties)."""
     _check_part(part)
     target = _footprint(part)
     pools = [list(TASK_TABLE[modality]), list(vocab.ACTIVE_FACE_PARTS + vocab.ACCESSORY_PARTS)]
     for pool in pools:
-        candidates = [p for p in vocab.PARTS if p in pool and p != part and not (_footprint(p) & target)]
+        candidates = [
+            p for p in vocab.PARTS if p in pool and p not in (part, "neck") and not (_footprint(p) & target)
+        ]
         if candidates:
             changes = [part_change(p, a, b) for p in candidates]
             best = max(changes)

@@ -27,8 +27,9 @@ def _trial(subject, index, transcript, states):
 
 
 def hand_trials():
-    """Two subjects; subject 0's trials differ by glasses (added), a hat (removed), ears scale,
-    jaw and brows; subject 1 replaces earrings between its trials."""
+    """Two subjects. Subject 0: trial 1 swaps the hat for glasses (add and remove), trial 2 keeps
+    the hat and scales the ears; jaw, brows, gaze, sneer and neck move within trials. Subject 1
+    replaces its earrings between its trials."""
     s0 = Subject("s0", {"gender": 0.1}, "en-us", ("hat_tall",))
     s1 = Subject("s1", {"gender": 0.9}, "en-us+f3", ("earrings_hoop",))
     neck = {"Neck1": [0.0, 0.0, 0.0]}
@@ -38,12 +39,16 @@ def hand_trials():
         _state({"jawOpen": 0.1, "noseSneerLeft": 0.5}, neck, ("hat_tall",)),
     ])
     t01 = _trial(s0, 1, "play some music", [
-        _state({"jawOpen": 0.2}, neck, ("glasses_round",), {"ears": 1.2}),
-        _state({"jawOpen": 0.7, "eyeLookUpLeft": 0.5}, neck, ("glasses_round",), {"ears": 1.2}),
+        _state({"jawOpen": 0.2}, neck, ("glasses_round",)),
+        _state({"jawOpen": 0.7, "eyeLookUpLeft": 0.5}, neck, ("glasses_round",)),
+    ])
+    t02 = _trial(s0, 2, "open the door", [
+        _state({"jawOpen": 0.5, "browInnerUp": 0.1}, neck, ("hat_tall",), {"ears": 1.2}),
+        _state({"jawOpen": 0.0, "eyeLookUpLeft": 0.5}, neck, ("hat_tall",), {"ears": 1.2}),
     ])
     t10 = _trial(s1, 0, "what time is it", [_state({"jawOpen": 0.3}, neck, ("earrings_hoop",))] * 2)
     t11 = _trial(s1, 1, "call my mother", [_state({"jawOpen": 0.0}, neck, ("earrings_stud",))] * 3)
-    return [t00, t01, t10, t11]
+    return [t00, t01, t02, t10, t11]
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +115,16 @@ def test_all_part_tasks_and_regions_appear(trials):
     assert set(edits.task_types("mesh")) == tasks
 
 
+def test_the_rest_keeps_head_placement_and_accessories(trials):
+    for inst in edits.make_instances(trials, "keypoints", np.random.default_rng(2), 30):
+        if inst.instruction.part != "neck":
+            assert edits.head_turn(inst.a.state, inst.b.state) <= edits.REST_POSE_MAX_RAD
+        if inst.instruction.part not in vocab.ACCESSORY_PARTS:
+            assert inst.a.state.accessories == inst.b.state.accessories
+    for inst in edits.make_instances(trials, "video", np.random.default_rng(2), 4):
+        assert inst.a.state.accessories == inst.b.state.accessories
+
+
 def test_same_rng_same_instances(trials):
     first = edits.make_instances(trials, "depth", np.random.default_rng(5), 6)
     second = edits.make_instances(trials, "depth", np.random.default_rng(5), 6)
@@ -120,11 +135,11 @@ def test_errors_are_specific(trials):
     with pytest.raises(vocab.VocabularyError, match="unknown modality 'smell'"):
         edits.make_instances(trials, "smell", np.random.default_rng(0), 1)
     with pytest.raises(edits.EditError, match="at least two subjects"):
-        edits.make_instances(trials[:2], "mesh", np.random.default_rng(0), 1)
-    with pytest.raises(edits.EditError, match="found only 4 of 5 distinct speech"):
-        edits.make_instances(trials, "speech", np.random.default_rng(0), 5)
+        edits.make_instances(trials[:3], "mesh", np.random.default_rng(0), 1)
+    with pytest.raises(edits.EditError, match="found only 8 of 9 distinct speech"):
+        edits.make_instances(trials, "speech", np.random.default_rng(0), 9)
     with pytest.raises(edits.EditError, match="no subject has two trials"):
-        edits.make_instances([trials[0], trials[2]], "video", np.random.default_rng(0), 1)
+        edits.make_instances([trials[0], trials[3]], "video", np.random.default_rng(0), 1)
     with pytest.raises(edits.EditError, match="does not edit the 'ears' part"):
         edits.check_part_for("pose", "ears")
     with pytest.raises(vocab.VocabularyError, match="unknown part 'elbow'"):

@@ -126,6 +126,15 @@ def render_frames(trial: Trial, workdir: Path, size: int) -> Path:
     return folder
 
 
+def trial_look(subject_index: int, trial_index: int) -> str:
+    """A subject's first trial has the usual look; later ones alternate between an accessory
+    change and a regional change, starting with one or the other on alternate subjects, so that
+    two trials per subject already give both the Part and the Region groups across subjects."""
+    if trial_index == 0:
+        return "usual"
+    return "accessories" if (subject_index + trial_index) % 2 else "regions"
+
+
 def generate_trials(config: AnnySourceConfig, workdir: Path) -> list[Trial]:
     """Make, write and return every trial of the config (subjects in order, then trials)."""
     if isinstance(config, dict):
@@ -140,7 +149,9 @@ def generate_trials(config: AnnySourceConfig, workdir: Path) -> list[Trial]:
         for t_index in range(config.trials_per_subject):
             rng = _rng(config, _TRIAL_STREAM, s_index, t_index)
             pick = order[t_index % len(order)]
-            trial = make_trial(subject, t_index, commands[int(pick)], config.fps, rng, workdir, source=SOURCE_NAME)
+            look = trial_look(s_index, t_index)
+            command = commands[int(pick)]
+            trial = make_trial(subject, t_index, command, config.fps, rng, workdir, look=look, source=SOURCE_NAME)
             if config.render_video:
                 folder = render_frames(trial, workdir, config.video_size)
                 trial = attrs.evolve(trial, extras={**trial.extras, "video_frames": folder.relative_to(workdir).as_posix()})

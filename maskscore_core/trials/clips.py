@@ -16,10 +16,13 @@ while talking, all drawn from the trial's own random generator (so deterministic
 The arms are lowered from ANNY's T-pose by ARM_DROP_RAD (72 degrees) about each upper arm's
 local z axis (LeftArm -z, RightArm +z), so head-centred side views do not catch a hand.
 
-Per trial, a regional deformation (`BodyState.part_scale`) can change the size of the hair
-regions and the ears (the Region group of task types): trial 0 is unscaled; in later trials each
-of those parts is scaled by 1 +/- (0.10..0.25) with probability 1/2. Accessories come from
-`subjects.trial_accessories`. Both are constant within a clip.
+Each trial has a look, constant within the clip (`LOOKS`): "usual" (the subject's usual
+accessories, no regional deformation), "accessories" (one or two accessory slots changed:
+`subjects.changed_accessories`; the Part group of task types) or "regions" (usual accessories,
+and one to three of the hair regions and the ears scaled by 1 +/- (0.10..0.25) through
+`BodyState.part_scale`; the Region group). A trial changes one thing at a time so that a pair
+of trials differing in the part to edit does not also differ in what covers it (a new hat over
+a rescaled fringe).
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ import numpy as np
 from .. import speech
 from ..body import get_body_model
 from ..records import FACIAL_ACTIONS, SOMA_BONES, BodyState, Frame, Subject, Trial
-from .subjects import trial_accessories
+from .subjects import changed_accessories
 
 ARM_DROP_RAD = 1.25
 REGION_PARTS: tuple[str, ...] = ("front hair", "back hair", "ears")
+LOOKS: tuple[str, ...] = ("usual", "accessories", "regions")
 HEAD_SHARES: dict[str, float] = {"Neck1": 0.4, "Neck2": 0.3, "Head": 0.3}
 
 
@@ -127,13 +131,13 @@ def body_motion(times: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return poses
 
 
-def region_scales(trial_index: int, rng: np.random.Generator) -> dict[str, float]:
-    """The trial's regional deformation (see module docstring); {} for a subject's first trial."""
+def changed_regions(rng: np.random.Generator) -> dict[str, float]:
+    """One to three of REGION_PARTS scaled by 1 +/- (0.10..0.25), for a "regions" trial."""
+    chosen = set(rng.choice(REGION_PARTS, size=int(rng.integers(1, len(REGION_PARTS) + 1)), replace=False).tolist())
     scales = {}
     for part in REGION_PARTS:
-        change = rng.uniform(0.10, 0.25) * (1 if rng.random() < 0.5 else -1)
-        if trial_index > 0 and rng.random() < 0.5:
-            scales[part] = round(1.0 + change, 3)
+        if part in chosen:
+            scales[part] = round(1.0 + rng.uniform(0.10, 0.25) * (1 if rng.random() < 0.5 else -1), 3)
     return scales
 
 
@@ -145,11 +149,14 @@ def make_trial(
     rng: np.random.Generator,
     workdir: Path,
     *,
+    look: str = "usual",
     source: str = "anny",
 ) -> Trial:
     """Speak, align and animate one clip; writes `workdir/audio/<trial_id>.wav`."""
     if not fps > 0:
         raise ClipError(f"fps must be positive, got {fps}")
+    if look not in LOOKS:
+        raise ClipError(f"unknown look {look!r}; expected one of {LOOKS}")
     trial_id = f"{subject.subject_id}-t{trial_index:03d}"
     wav_path = Path(workdir) / "audio" / f"{trial_id}.wav"
     speech.synthesize(transcript, subject.voice, wav_path)
@@ -162,8 +169,8 @@ def make_trial(
     times = np.arange(len(visemes)) / fps
     expression = np.clip(np.maximum(visemes, face_motion(times, rng)), 0.0, 1.0)
     poses = body_motion(times, rng)
-    worn = trial_accessories(subject, trial_index, rng)
-    scales = region_scales(trial_index, rng)
+    worn = changed_accessories(subject, rng) if look == "accessories" else tuple(sorted(subject.accessories))
+    scales = changed_regions(rng) if look == "regions" else {}
     frames = tuple(
         Frame(
             index=i,
@@ -186,5 +193,5 @@ def make_trial(
         fps=float(fps),
         frames=frames,
         audio_path=str(wav_path),
-        extras={"duration_s": f"{duration:.6f}", "phones": " ".join(p.phone for p in phones)},
+        extras={"duration_s": f"{duration:.6f}", "look": look, "phones": " ".join(p.phone for p in phones)},
     )

@@ -7,9 +7,10 @@ gap is what makes the ladder's "wrong subject" rung a visibly different person.
 
 ANNY's gender runs from 0 (male) to 1 (female); the espeak-ng voice is picked from the male or
 female variants accordingly. `Subject.accessories` is the subject's usual look: each slot
-(glasses, hat, earrings, scarf) worn with probability 1/2, in a random variant. The first trial
-wears it; later trials change some slots (`trial_accessories`), so two trials of one subject
-can differ by an accessory added, removed or replaced (the Part group of task types).
+(glasses, hat, earrings, scarf) worn with probability 1/2, in a random variant. Trials wear it,
+except trials whose look change is the accessories (`changed_accessories`, see `trials.clips`),
+so two trials of one subject can differ by an accessory added, removed or replaced (the Part
+group of task types).
 """
 
 from __future__ import annotations
@@ -84,16 +85,16 @@ def draw_subjects(rng: np.random.Generator, count: int, min_distance: float = DE
     return subjects
 
 
-def trial_accessories(subject: Subject, trial_index: int, rng: np.random.Generator) -> tuple[str, ...]:
-    """What a subject wears in one trial: the usual look in trial 0; later, each slot changes
-    (to absent or to another variant) with probability 1/2."""
-    if trial_index == 0:
-        return tuple(sorted(subject.accessories))
+def changed_accessories(subject: Subject, rng: np.random.Generator) -> tuple[str, ...]:
+    """The usual look with one or two slots changed (each to absent, or to another variant, or put
+    on when absent), for a trial whose look change is the accessories."""
+    slots = sorted(accessories.VARIANTS)
+    changed = set(rng.choice(slots, size=int(rng.integers(1, 3)), replace=False).tolist())
     worn = []
-    for slot, variants in accessories.VARIANTS.items():
+    for slot in slots:
         current = accessories.worn(subject.accessories, slot)
-        if rng.random() < 0.5:
-            states = [None, *sorted(variants)]
+        if slot in changed:
+            states = [None, *sorted(accessories.VARIANTS[slot])]
             states.remove(current)
             current = states[int(rng.integers(len(states)))]
         if current is not None:
