@@ -23,7 +23,6 @@ import warnings
 from pathlib import Path
 
 import attrs
-import numpy as np
 import torch
 
 from . import lpips_weights
