@@ -188,3 +188,17 @@ def test_ssim_map_skips_empty_background_exactly():
     full = im._ssim_window_map(ta, tb, (0, 64), (0, 64), im.NORMALS_RANGE)
     assert torch.equal(cropped, full)
     assert im.ssim_map(np.zeros((1, 16, 16, 3)), np.zeros((1, 16, 16, 3))).eq(1).all()
+
+
+def test_ssim_reference_equals_ssim_map_exactly():
+    rng = np.random.default_rng(7)
+    ref = np.zeros((2, 48, 48, 3))
+    ref[:, 10:40, 5:35] = sphere_normals(30, views=2)
+    cand = np.clip(ref + rng.normal(0, 0.1, ref.shape) * (ref != 0), -1, 1)
+    moved = np.zeros_like(ref)
+    moved[:, 0:30, 15:45] = sphere_normals(30, views=2)  # content reaching the border
+    reference = im.SsimReference(ref)
+    for c in (cand, moved, ref, np.zeros_like(ref)):
+        assert torch.equal(reference.map(c), im.ssim_map(c, ref))
+    with pytest.raises(im.ImageShapeError, match="does not match"):
+        reference.map(np.zeros((1, 48, 48, 3)))
