@@ -129,3 +129,19 @@ def test_too_short_audio(tmp_path):
     path = write_wav(tmp_path / "click.wav", np.full(400, 1000, dtype=np.int16))
     with pytest.raises(AlignmentError, match="too short"):
         align(path, TEXT)
+
+
+def test_fallback_attempts_align_a_clip_the_first_attempt_misses(tmp_path):
+    # Measured: espeak-ng en-us+f3 saying this command fails pocketsphinx's first attempt
+    # (noise floor 32, no padding, best-path rescoring) and aligns on a later one.
+    from maskscore_core.speech import alignment
+    from maskscore_core.speech.audio import load_speech_audio
+
+    wav = synthesize(OTHER, "en-us+f3", tmp_path / "f3.wav")
+    samples = load_speech_audio(wav)
+    first_bestpath, _pad, first_level = alignment.ATTEMPTS[0]
+    with pytest.raises((RuntimeError, AlignmentError)):
+        alignment._align_words(alignment.with_noise_floor(samples, first_level), OTHER.split(), first_bestpath)
+    phones = align(wav, OTHER)
+    assert [p.word for i, p in enumerate(phones) if i == 0 or phones[i - 1].word != p.word] == OTHER.split()
+    assert 0.0 <= phones[0].start_s and phones[-1].end_s <= duration_s(wav)
