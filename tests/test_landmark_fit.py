@@ -8,6 +8,7 @@ Gaussian landmark noise: jawOpen within 0.1 and head rotation within 0.03 rad.
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import pytest
 import torch
@@ -109,3 +110,16 @@ def test_bad_camera_and_phenotype_are_rejected():
     pixels = lf.project_landmarks(BodyState(), lf.SPEAKINGFACES_CAMERA, CAMERA_POSITION)
     with pytest.raises(lf.LandmarkFitError, match="unknown phenotype"):
         lf.fit_landmarks(pixels, phenotype={"wingspan": 0.3})
+
+
+def test_fit_with_phenotype_reaches_another_subjects_landmarks():
+    """Phenotype is optional in the fit; with it on, a non-average subject's landmarks are met
+    (the phenotype itself is not asserted: face landmarks alone barely constrain body shape,
+    and head size trades off against camera distance)."""
+    body = get_body_model()
+    state = attrs.evolve(known_state(), phenotype={"gender": 0.2, "age": 0.7, "weight": 0.8})
+    pixels = lf.project_landmarks(state, lf.SPEAKINGFACES_CAMERA, CAMERA_POSITION)
+    result = lf.fit_landmarks(pixels, config=lf.FitConfig(fit_phenotype=True, adam_steps=300, lbfgs_steps=300))
+    assert result.mean_error_px < 0.5
+    assert abs(result.state.expression[body.action_index("jawOpen")] - 0.6) < 0.1
+    assert set(result.state.phenotype) == set(body.phenotype_names)

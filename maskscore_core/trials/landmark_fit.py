@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..body import BodyModel, get_body_model
-from ..records import FACIAL_ACTIONS, SOMA_BONES, BodyState
+from ..records import SOMA_BONES, BodyState
 
 
 class LandmarkFitError(ValueError):
@@ -325,7 +325,10 @@ def _fit(landmarks_px, camera, phenotype, config, init) -> FitResult:
     def points_of(raw_a, rot, raw_p):
         pose = base_pose.clone()
         pose[bone_ids] = rot
-        pheno = {k: torch.sigmoid(raw_p[i])[None] for i, k in enumerate(body.phenotype_names)}
+        if config.fit_phenotype:
+            pheno = {k: torch.sigmoid(raw_p[i])[None] for i, k in enumerate(body.phenotype_names)}
+        else:  # exactly the given phenotype (a sigmoid could not reach 0 or 1)
+            pheno = pheno0
         return _landmark_points(body, pose[None], translation, pheno, torch.sigmoid(raw_a)[None], ids)[0]
 
     # Camera initialisation from the neutral face: centre on the landmarks, depth from their spread.
@@ -428,7 +431,6 @@ def _fit(landmarks_px, camera, phenotype, config, init) -> FitResult:
 
 
 __all__ = [
-    "FACIAL_ACTIONS",
     "FaceLandmarks",
     "FitConfig",
     "FitResult",
