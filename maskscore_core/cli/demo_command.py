@@ -25,13 +25,13 @@ SCORERS = ("render-compare", "latent-l2")
 
 @click.command("demo")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--instances-per-modality", type=int, default=2, show_default=True,
+@click.option("--instances-per-modality", type=int, default=1, show_default=True,
               help="Edit instances per modality (three bench rows each).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--subjects", type=int, default=24, show_default=True,
               help="Subjects drawn by the source; about a fifth are held out for the bench.")
 @click.option("--views", type=int, default=4, show_default=True)
-@click.option("--resolution", type=int, default=96, show_default=True)
+@click.option("--resolution", type=int, default=64, show_default=True)
 @click.option("--workers", type=int, default=1, show_default=True)
 @click.option("--quiet", is_flag=True)
 def demo_command(out, instances_per_modality, seed, subjects, views, resolution, workers, quiet):
