@@ -43,11 +43,16 @@ class ImageShapeError(ValueError):
 
 
 def _tensor(x, what: str) -> torch.Tensor:
+    """A float tensor (float32 stays float32: renders are float32 and sums are taken in float64
+    by masked_mean), or a bool mask as is; NaN and infinities are refused."""
     t = torch.as_tensor(x) if not isinstance(x, torch.Tensor) else x
     if t.dtype == torch.bool:
         return t
-    t = t.to(torch.float64)
-    if not torch.isfinite(t).all():
+    if t.dtype not in (torch.float32, torch.float64):
+        t = t.to(torch.float64)
+    # One float64 sum is NaN/inf exactly when some element is (and cannot overflow for images):
+    # cheaper than an element-wise isfinite mask on every call.
+    if not bool(torch.isfinite(t.sum(dtype=torch.float64))):
         raise ImageShapeError(f"{what} holds NaN or infinite values")
     return t
 
@@ -80,7 +85,7 @@ def masked_mean(values, mask) -> float:
     count = int(tm.sum())
     if count == 0:
         raise EmptyMaskError("the mask selects no pixel (is the part hidden in every view?)")
-    return float(tv[tm].sum() / count)
+    return float(tv[tm].to(torch.float64).sum() / count)  # float64 sum: no float32 drift over 10^5 pixels
 
 
 def masked_l1(a, b, mask) -> float:
@@ -134,9 +139,16 @@ def _padded_planes(t: torch.Tensor, rows: tuple[int, int], cols: tuple[int, int]
 
 
 def _ssim_from_moments(mu_a, mu_b, aa, bb, ab, data_range: float) -> torch.Tensor:
-    var_a, var_b, cov = aa - mu_a * mu_a, bb - mu_b * mu_b, ab - mu_a * mu_b
+    """Wang et al.'s formula from the filtered moments. Overwrites mu_a, aa and ab (scratch) but
+    never mu_b or bb, which SsimReference keeps. Written so that a == b gives exactly 1."""
     c1, c2 = (SSIM_K1 * data_range) ** 2, (SSIM_K2 * data_range) ** 2
-    return ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a * mu_a + mu_b * mu_b + c1) * (var_a + var_b + c2))
+    mu_ab = mu_a * mu_b
+    mu_b2 = mu_b * mu_b
+    covariance = ab.sub_(mu_ab).mul_(2.0).add_(c2)  # 2 cov + c2
+    mean_term = mu_ab.mul_(2.0).add_(c1)  # 2 mu_a mu_b + c1
+    mu_a2 = mu_a.mul_(mu_a)
+    variances = aa.sub_(mu_a2).add_(bb - mu_b2).add_(c2)  # var_a + var_b + c2
+    return mean_term.mul_(covariance).div_(mu_a2.add_(mu_b2).add_(c1).mul_(variances))
 
 
 def _ssim_window_map(ta: torch.Tensor, tb: torch.Tensor, rows: tuple[int, int], cols: tuple[int, int],
@@ -149,7 +161,7 @@ def _ssim_window_map(ta: torch.Tensor, tb: torch.Tensor, rows: tuple[int, int], 
     n, _, _, c = ta.shape
     pa, pb = _padded_planes(ta, rows, cols), _padded_planes(tb, rows, cols)
     with torch.no_grad():
-        mu_a, mu_b, aa, bb, ab = _blur_valid(torch.cat([pa, pb, pa * pa, pb * pb, pa * pb])).split(n * c)
+        mu_a, mu_b, aa, bb, ab = (_blur_valid(x) for x in (pa, pb, pa * pa, pb * pb, pa * pb))
     ssim = _ssim_from_moments(mu_a, mu_b, aa, bb, ab, data_range)
     return ssim.reshape(n, c, rows[1] - rows[0], cols[1] - cols[0]).mean(dim=1).to(torch.float64)
 
@@ -220,7 +232,7 @@ class SsimReference:
         r0, r1, c0, c1 = box
         pa, pb = _padded_planes(ta, (r0, r1), (c0, c1)), _padded_planes(self._tb, (r0, r1), (c0, c1))
         with torch.no_grad():
-            mu_a, aa, ab = _blur_valid(torch.cat([pa, pa * pa, pa * pb])).split(n * c)
+            mu_a, aa, ab = (_blur_valid(x) for x in (pa, pa * pa, pa * pb))
         mu_b, bb = self._mu_b[:, r0:r1, c0:c1], self._bb[:, r0:r1, c0:c1]
         ssim = _ssim_from_moments(mu_a, mu_b, aa, bb, ab, self.data_range)
         out[:, r0:r1, c0:c1] = ssim.reshape(n, c, r1 - r0, c1 - c0).mean(dim=1).to(torch.float64)
