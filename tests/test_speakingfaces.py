@@ -196,6 +196,24 @@ def test_audio_cut_is_byte_identical(loaded, tmp_path):
     assert a == b
 
 
+def test_same_input_gives_byte_identical_outputs(loaded, tmp_path):
+    root, table, result = loaded
+    sf.register_landmark_detector("known-frames", lambda: KnownFramesDetector(table))
+    try:
+        again = sf.load(root, {**CONFIG, "subjects": [1], "count": 1}, tmp_path)
+    finally:
+        sf.unregister_landmark_detector("known-frames")
+    first, second = result.trials[0], again.trials[0]
+    assert first.frames == second.frames and first.transcript == second.transcript
+    folder_a = Path(first.audio_path).parent
+    folder_b = Path(second.audio_path).parent
+    files_a = sorted(p.relative_to(folder_a) for p in folder_a.rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(folder_b) for p in folder_b.rglob("*") if p.is_file())
+    assert files_a == files_b and len(files_a) > 10
+    for name in files_a:
+        assert (folder_a / name).read_bytes() == (folder_b / name).read_bytes(), name
+
+
 def test_representative_frame_rule():
     marks = lf.face_landmarks()
     opening = [0.4, 0.1, 0.3, 0.2]
