@@ -41,7 +41,7 @@ Rules (see `_derive_anny_parts`):
   below the Head bone and 2 cm above the eyes.
 - neck: vertices carried mostly by Neck1 or Neck2, outside the face.
 - scalp (ANNY is bald, so hair masks are where hair grows): Head-carried vertices outside the
-  face and ears, at least 3 cm below the Head bone. front hair: scalp in front of the ears'
+  face and ears, no lower than 3 cm below the Head bone. front hair: scalp in front of the ears'
   centre (z) and above the eyebrows' centre (y); back hair: scalp behind the ears' centre.
 """
 
@@ -184,10 +184,10 @@ _CONTAINED_IN_FACE = ("irides", "eyebrow", "eyewhite", "eyelash", "nose", "mouth
 def declared_overlaps() -> dict[tuple[str, str], str]:
     """(part, part) -> how they overlap, for every pair allowed to share vertices.
 
-    The face contains the inner facial parts and the eye surface (eyewhite) contains the iris;
-    front and back hair, ears and neck are disjoint
-    from the face and from each other; the eye parts are disjoint; nose and mouth are disjoint.
-    Accessory slots have their own vertices, disjoint from the body.
+    The face contains the inner facial parts and the eye surface (eyewhite) contains the iris.
+    Everything else is disjoint: front and back hair, ears and neck from the face and from each
+    other; eyelash, eyebrow and the eye surface; nose and mouth. Accessory slots have their own
+    vertices, disjoint from the body.
     """
     overlaps = {tuple(sorted(("face", p))): f"face contains {p}" for p in _CONTAINED_IN_FACE}
     overlaps[("eyewhite", "irides")] = "eyewhite contains irides (the iris lies on the eye surface)"
