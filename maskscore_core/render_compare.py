@@ -184,7 +184,7 @@ class RenderCompare:
         return [self._score_one(prepared, side, lpips_maps.get(i)) for i, side in enumerate(sides)]
 
     def _score_one(self, prepared: PreparedReference, cand: Side, lpips_maps) -> CandidateScore:
-        from .image_metrics import masked_mean, ssim_map
+        from .image_metrics import masked_ssim
 
         inside = prepared.inside
         outside = (prepared.covered | cand.coverage) & ~inside
@@ -196,12 +196,12 @@ class RenderCompare:
             if not region.any():
                 raise RenderCompareError(f"{dimension}: its region holds no pixel in any view")
             found = distances[dimension]
-            found["depth_l1"] = _masked_mean(np.minimum(np.abs(cand.depth - ref.depth), DEPTH_CAP), region)
+            found["depth_l1"] = _masked_mean(np.minimum(np.abs(cand.depth[region] - ref.depth[region]), DEPTH_CAP), None)
             if cand.normals is not None:
-                found["normal_l1"] = _masked_mean(np.abs(cand.normals - ref.normals).mean(axis=-1), region)
-                ssim = ssim_map(cand.normals, ref.normals).numpy()
-                found["ssim"] = max(0.0, 1.0 - _masked_mean(ssim, region))
-                found["lpips"] = max(0.0, masked_mean(lpips_map, torch.from_numpy(region)))
+                found["normal_l1"] = _masked_mean(np.abs(cand.normals[region] - ref.normals[region]).mean(axis=-1), None)
+                # masked_ssim filters only the region's bounding box (plus the window's reach).
+                found["ssim"] = max(0.0, 1.0 - masked_ssim(cand.normals, ref.normals, region))
+                found["lpips"] = max(0.0, float(lpips_map[torch.from_numpy(region)].to(torch.float64).mean()))
         if cand.activations is not None and prepared.b.activations is not None:
             from .speech import agreement
 
@@ -223,9 +223,11 @@ class RenderCompare:
         )
 
 
-def _masked_mean(values: np.ndarray, mask: np.ndarray) -> float:
-    # float64 accumulation: the sum over ~10^5 pixels must not depend on float32 rounding order.
-    return float(np.asarray(values, dtype=np.float64)[mask].mean())
+def _masked_mean(values: np.ndarray, mask: np.ndarray | None) -> float:
+    """Mean of `values` where `mask` is True (all of `values` when mask is None), summed in
+    float64 so that the result does not hang on float32 rounding order."""
+    values = np.asarray(values, dtype=np.float64)
+    return float((values if mask is None else values[mask]).mean())
 
 
 def _lpips_images(normal_sets: list[np.ndarray]) -> torch.Tensor:

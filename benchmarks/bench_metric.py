@@ -1,0 +1,130 @@
+"""Speed of the universal metric: rows per second against the floor of its unavoidable work.
+
+One row = one edit scored the way the dataset builder scores it: frames A and B prepared
+(rendered, LPIPS features), then 5 ladder candidates scored on all three dimensions.
+The floor is the same renders (7 per row) and the same LPIPS forwards (A and B's views, then the
+5 candidates' views in one batch) timed alone, without any comparison. full / floor says how
+much the comparisons (L1, SSIM, LPIPS distance maps, masks) add on top.
+
+    .venv/bin/python benchmarks/bench_metric.py --out out/bench/bench_metric.json
+
+Targets (issue 3): >= 1 row/s at the defaults (8 views, 256 px), full <= 1.25 x floor, peak
+memory < 4 GB.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+
+def _ladder_meshes():
+    from maskscore_core.records import BodyState
+    from maskscore_core.reference_mesh import get_reference_mesh
+
+    reference = get_reference_mesh()
+    body = reference.body
+
+    def state(jaw=0.0, brow=0.0, phenotype=None):
+        expression = np.zeros(52)
+        expression[body.action_index("jawOpen")] = jaw
+        expression[body.action_index("browInnerUp")] = brow
+        return BodyState(expression=expression, phenotype=phenotype or {})
+
+    states = [
+        state(),  # frame A
+        state(jaw=0.8),  # frame B = rung 1
+        state(jaw=0.4),  # interpolation
+        state(jaw=0.16),  # partial edit
+        state(brow=1.0),  # wrong part
+        state(jaw=0.8, phenotype={"gender": 0.9, "weight": 0.8, "age": 0.3}),  # wrong subject
+    ]
+    vertices = reference.vertices(states)
+    return vertices[0], vertices[1], [vertices[1], *vertices[2:]]
+
+
+@click.command()
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="write the figures as JSON here")
+@click.option("--rows", default=5, show_default=True, type=click.IntRange(min=1))
+@click.option("--views", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option("--resolution", default=256, show_default=True, type=click.IntRange(min=16))
+@click.option("--part", default="mouth", show_default=True)
+def main(out_path, rows, views, resolution, part):
+    import torch
+
+    from maskscore_core.image_metrics import normals_to_images
+    from maskscore_core.records import Decoded
+    from maskscore_core.render_compare import RenderCompare
+    from maskscore_core.views import ViewConfig
+
+    frame_a, frame_b, candidates = _ladder_meshes()
+    ref_a, ref_b = Decoded(vertices=frame_a), Decoded(vertices=frame_b)
+    decoded = [Decoded(vertices=v) for v in candidates]
+
+    setup_start = time.perf_counter()
+    compare = RenderCompare(ViewConfig(count=views, resolution=resolution))
+    compare.score(compare.prepare(ref_a, ref_b, part), decoded)  # warm-up: kernels, LPIPS weights
+    setup_s = time.perf_counter() - setup_start
+
+    def full_row():
+        return compare.score(compare.prepare(ref_a, ref_b, part), decoded)
+
+    def floor_row():
+        renders = [compare.renderer.render(v) for v in (frame_a, frame_b, *candidates)]
+        refs = normals_to_images(np.concatenate([r.normals for r in renders[:2]]))
+        cands = normals_to_images(np.concatenate([r.normals for r in renders[2:]]))
+        compare.lpips.features(refs)
+        compare.lpips.features(cands)
+
+    # Interleave full and floor rows so that load from other processes hits both alike.
+    full_times, floor_times = [], []
+    for _ in range(rows):
+        start = time.perf_counter()
+        floor_row()
+        floor_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        scores = full_row()
+        full_times.append(time.perf_counter() - start)
+    full_s, floor_s = float(np.median(full_times)), float(np.median(floor_times))
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+    figures = {
+        "config": {"views": views, "resolution": resolution, "part": part, "rows": rows,
+                   "candidates_per_row": len(decoded), "variant": compare.renderer.variant,
+                   "torch_threads": torch.get_num_threads(), "machine": platform.machine(),
+                   "cpus": __import__("os").cpu_count()},
+        "setup_s": round(setup_s, 3),
+        "row_s_median": round(full_s, 4),
+        "floor_row_s_median": round(floor_s, 4),
+        "rows_per_s": round(1.0 / full_s, 3),
+        "candidates_per_s": round(len(decoded) / full_s, 3),
+        "floor_rows_per_s": round(1.0 / floor_s, 3),
+        "full_over_floor": round(full_s / floor_s, 3),
+        "peak_rss_mb": round(peak_mb, 1),
+        "targets": {"rows_per_s": 1.0, "full_over_floor": 1.25, "peak_rss_mb": 4096},
+        "overall_scores": [round(s.overall, 4) for s in scores],
+    }  # fmt: skip
+    rows_table = [
+        ("rows/s", figures["rows_per_s"], ">= 1"),
+        ("candidates/s", figures["candidates_per_s"], ""),
+        ("floor rows/s", figures["floor_rows_per_s"], ""),
+        ("full / floor", figures["full_over_floor"], "<= 1.25"),
+        ("peak RSS (MB)", figures["peak_rss_mb"], "< 4096"),
+    ]
+    print(f"render-compare, {views} views x {resolution} px, {len(decoded)} candidates/row, {rows} rows")
+    for name, value, target in rows_table:
+        print(f"  {name:<15} {value:>10}   {target}")
+    if out_path:
+        path = Path(out_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
