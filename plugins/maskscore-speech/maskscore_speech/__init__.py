@@ -7,6 +7,7 @@ from maskscore_core import hookimpl
 from maskscore_core.records import Asset, PluginInfo
 
 from .representation import (
+    DEFAULT_SAMPLED_FRAMES,
     MODALITY,
     SUFFIX,
     SpeechAssetError,
@@ -27,6 +28,11 @@ def _waveform(asset) -> Waveform:
     return asset.data
 
 
+def _frames(ctx) -> int:
+    """How many frames render-and-compare samples from a clip (`ctx.config["speech_frames"]`)."""
+    return int(ctx.config.get("speech_frames", DEFAULT_SAMPLED_FRAMES)) if ctx is not None else DEFAULT_SAMPLED_FRAMES
+
+
 @hookimpl
 def plugin_info():
     return PluginInfo(kind="modality", provides=(MODALITY,))
@@ -41,15 +47,13 @@ def encode(modality, target, ctx):
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
     if asset.modality == MODALITY:
-        return decode_waveform(_waveform(asset), instance)
+        return decode_waveform(_waveform(asset), instance, _frames(ctx))
 
 
 @hookimpl
 def decode_reference(modality, instance, which, ctx):
     if modality == MODALITY:
-        if which not in ("a", "b"):
-            raise SpeechAssetError(f"reference must be 'a' or 'b', got {which!r}")
-        return decode_target(instance.a if which == "a" else instance.b)
+        return decode_target(instance, which, _frames(ctx))
 
 
 @hookimpl
