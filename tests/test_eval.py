@@ -54,7 +54,7 @@ class FixedScorer:
 @pytest.fixture
 def bench(tmp_path_factory):
     root = tmp_path_factory.mktemp("eval") / "bench"
-    run_build(toy_config(root, rows=72), progress=False)  # 24 instances, 3 per modality
+    run_build(toy_config(root, rows=72, views=3, resolution=40), progress=False)  # 24 instances, 3 per modality
     return root
 
 
@@ -172,6 +172,9 @@ def test_eval_command_writes_results_and_summary(bench, fixed, tmp_path):
     assert "## instruction_following" in result.output
     summaries = sorted(out.parent.glob("results-toy-fixed-*.json"))
     assert len(summaries) == 1
-    assert json.loads(summaries[0].read_text())["dimensions"]["overall"]["accuracy"]["value"] == 1.0
+    summary = json.loads(summaries[0].read_text())
+    assert summary["dimensions"]["overall"]["accuracy"]["value"] == 1.0
+    # the scorer renders like the bench was built (depth assets have that shape)
+    assert (summary["scorer"]["views"], summary["scorer"]["resolution"]) == (3, 40)
     unknown = CliRunner().invoke(eval_command, ["--bench", str(bench), "--scorer", "nope", "--quiet"])
     assert unknown.exit_code != 0 and "no installed scorer plugin provides 'nope'" in str(unknown.exception)

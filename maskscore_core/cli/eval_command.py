@@ -9,6 +9,7 @@ import click
 
 from ..dataset import evaluate, report
 from ..dataset.atomic import write_text
+from ..dataset.reader import render_settings
 
 
 @click.command("eval")
@@ -17,14 +18,17 @@ from ..dataset.atomic import write_text
 @click.option("--num-pass", type=int, default=1, show_default=True, help="Passes averaged per instance (Avg@N).")
 @click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature of stochastic scorers.")
 @click.option("--weights", default="default", show_default=True, help="Weights identifier handed to the scorer.")
-@click.option("--views", type=int, default=8, show_default=True)
-@click.option("--resolution", type=int, default=256, show_default=True)
+@click.option("--views", type=int, default=None, help="Scorer views (default: the bench's build setting).")
+@click.option("--resolution", type=int, default=None, help="Scorer render size (default: the bench's build setting).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the passes and of the bootstrap.")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Result cache (JSONL); default BENCH/eval/results.jsonl. The summary goes next to it.")
 @click.option("--quiet", is_flag=True)
 def eval_command(bench, scorer, num_pass, temperature, weights, views, resolution, seed, out, quiet):
     """Grade SCORER on the bench; reuses cached results of the same configuration."""
+    built = render_settings(bench)
+    views = built["views"] if views is None else views
+    resolution = built["resolution"] if resolution is None else resolution
     config = evaluate.ScorerConfig(
         name=scorer, version=evaluate.scorer_version(scorer), weights=weights, num_pass=num_pass,
         temperature=temperature, views=views, resolution=resolution, seed=seed,

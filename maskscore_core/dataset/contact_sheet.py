@@ -9,15 +9,16 @@ its depth map), so the sheet shows what the metric compared.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from .. import plugins, vocab
-from ..context import Context
 from ..records import Decoded, EditInstance
 from . import reader
+from .shard import make_context
 
 MASK_TINT = np.array([255, 64, 64], dtype=np.float64)
 MASK_ALPHA = 0.45
@@ -86,20 +87,24 @@ def _row_scores(root: Path, key: str) -> tuple[str, dict, dict[str, list[float]]
 
 
 def draw_sheet(root: Path, key: str, out: Path, resolution: int = 192) -> Path:
-    """Draw the contact sheet of bench row `key` into `out` (PNG)."""
+    """Draw the contact sheet of bench row `key` into `out` (PNG); `resolution` is the tile size."""
     root = Path(root)
     modality, row, scores = _row_scores(root, key)
     instance: EditInstance = reader.load_instance(root, key)
     part = instance.instruction.part
-    ctx = Context(workdir=root / ".show-work", config={"views": 1, "resolution": resolution, "dataset_root": str(root)})
-    candidates = reader.load_candidates(root, modality, row, ctx)
     tiles = [("frame A (input)", _target_tile(instance.a, part, resolution), None),
              ("frame B (target)", _target_tile(instance.b, part, resolution), None)]
-    for n, candidate in enumerate(candidates):
-        decoded = plugins.call("decode_to_mesh", modality, asset=candidate.asset, instance=instance, ctx=ctx)
-        tile = decoded_tile(decoded, part, resolution, f"candidate {n + 1}")
-        tiles.append((f"rung {candidate.rung}", tile, {d: scores[d][n] for d in vocab.DIMENSIONS if d in scores and scores[d]}))
-    return _compose(tiles, f"{key} | {modality} | {instance.instruction.task_type} | \"{instance.instruction.text}\"", out, resolution)
+    with tempfile.TemporaryDirectory(prefix="maskscore-show-") as workdir:
+        # Assets are read back with the bench's own render settings (depth maps have that shape).
+        ctx = make_context(Path(workdir), 0, {**reader.render_settings(root), "dataset_root": str(root)})
+        candidates = reader.load_candidates(root, modality, row, ctx)
+        for n, candidate in enumerate(candidates):
+            decoded = plugins.call("decode_to_mesh", modality, asset=candidate.asset, instance=instance, ctx=ctx)
+            tile = decoded_tile(decoded, part, resolution, f"candidate {n + 1}")
+            tile_scores = {d: scores[d][n] for d in vocab.DIMENSIONS if scores.get(d)}
+            tiles.append((f"rung {candidate.rung}", tile, tile_scores))
+    title = f"{key} | {modality} | {instance.instruction.task_type} | \"{instance.instruction.text}\""
+    return _compose(tiles, title, out, resolution)
 
 
 def _compose(tiles, title: str, out: Path, resolution: int) -> Path:

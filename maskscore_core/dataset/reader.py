@@ -21,6 +21,25 @@ class DatasetReadError(RuntimeError):
     """A dataset directory, shard or sidecar that is missing or does not parse."""
 
 
+def build_config(root: Path) -> dict:
+    """The config a dataset was built with (from its card, else from its resume marker)."""
+    root = Path(root)
+    card = root / "card.json"
+    if card.exists():
+        return json.loads(card.read_text())["config"]
+    marker = root / ".build-config.json"
+    if marker.exists():
+        return json.loads(marker.read_text())
+    raise DatasetReadError(f"{root} has neither card.json nor .build-config.json: not a finished MaskScore build")
+
+
+def render_settings(root: Path) -> dict:
+    """{"views", "resolution"} the dataset was built with: render-space assets (depth maps) have
+    that shape, so reading them back needs the same settings."""
+    config = build_config(root)
+    return {"views": int(config["views"]), "resolution": int(config["resolution"])}
+
+
 def shard_paths(root: Path, modalities=None) -> list[Path]:
     root = Path(root)
     if not (root / "data").is_dir():
