@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import shutil
 import subprocess
 import wave
@@ -186,6 +187,7 @@ def test_trial_content(loaded):
         frames = sorted(Path(trial.extras["video_frames"]).glob("frame_*.png"))
         assert len(frames) == len(JAW) and Path(trial.image_path) == frames[2]
         assert trial.extras["thermal_frames"].endswith("thr_image_cmd")
+        assert len(json.loads(Path(trial.extras["landmarks"]).read_text())) == len(JAW)
 
 
 def test_audio_cut_is_byte_identical(loaded, tmp_path):
@@ -273,3 +275,10 @@ def test_source_plugin_answers_extract(loaded, tmp_path):
     assert trials == []  # the detector sees no face in 101; 102 is too short; 103 lacks audio
     report = (tmp_path / "sources/speakingfaces/speakingfaces/failures.json").read_text()
     assert "found no face" in report and "at least 8" in report and "audio file not found" in report
+
+
+def test_subject_phenotype_from_the_subjects_table():
+    assert sf.subject_phenotype({"gender": "female", "age": "25"}) == {"age": 0.5, "gender": 0.0}
+    assert sf.subject_phenotype({"gender": "male", "age": "90"}) == {"age": 1.0, "gender": 1.0}
+    assert sf.subject_phenotype({"gender": "", "age": "unknown"}) == {}
+    assert 0.5 < sf.anny_age(45) < 1.0 and sf.anny_age(11) == 0.1875

@@ -364,10 +364,16 @@ def _read_subjects(path: Path) -> dict[int, dict[str, str]]:
     return out
 
 
+def anny_age(years: float) -> float:
+    """MakeHuman's age axis, which ANNY keeps: 0 = 1 year, 0.1875 = 11, 0.5 = 25, 1 = 90,
+    piecewise linear in between, clamped to [0, 1]."""
+    knots_years, knots_value = (1.0, 11.0, 25.0, 90.0), (0.0, 0.1875, 0.5, 1.0)
+    return float(np.interp(years, knots_years, knots_value))
+
+
 def subject_phenotype(info: dict[str, str]) -> dict[str, float]:
-    """ANNY phenotype from the subjects table. ANNY follows MakeHuman's conventions: gender 0 is
-    female and 1 male; age 0.5 is 25 years and 1.0 is 90 (linear in between). Labels the table
-    does not give stay at ANNY's average (0.5)."""
+    """ANNY phenotype from the subjects table: gender (MakeHuman's convention, 0 female, 1 male)
+    and age (`anny_age`). Labels the table does not give stay at ANNY's average (0.5)."""
     phenotype = {}
     gender = info.get("gender", "").lower()
     if gender in ("female", "f"):
@@ -379,7 +385,7 @@ def subject_phenotype(info: dict[str, str]) -> dict[str, float]:
     except ValueError:
         age = None
     if age is not None and math.isfinite(age):
-        phenotype["age"] = float(np.clip(0.5 + 0.5 * (age - 25.0) / 65.0, 0.0, 1.0)) if age >= 25 else 0.5 * age / 25.0
+        phenotype["age"] = anny_age(age)
     return dict(sorted(phenotype.items()))
 
 
@@ -571,9 +577,11 @@ def extract_utterance(
         iio.imwrite(frame_dir / f"frame_{index:05d}.png", frame)
     extras["video_frames"] = str(frame_dir)
     image_path = frame_dir / f"frame_{rep:05d}.png"
-    (out / "landmarks.json").write_text(
+    landmarks_path = out / "landmarks.json"
+    landmarks_path.write_text(
         json.dumps([np.round(l, 6).tolist() for l in landmarks], separators=(",", ":")) + "\n", encoding="utf-8"
     )
+    extras["landmarks"] = str(landmarks_path)
     return Trial(
         trial_id=utterance.key,
         source=SOURCE_NAME,
