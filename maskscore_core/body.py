@@ -62,6 +62,18 @@ class BodyModel:
         self.vertex_count = int(self._model.template_vertices.shape[0])
         self._lock = threading.Lock()
 
+    @property
+    def torch_model(self):
+        """anny's torch module itself, for differentiable fits (landmark fitting); read-only use."""
+        return self._model
+
+    def skinning(self) -> tuple[np.ndarray, np.ndarray]:
+        """anny's skinning: per-vertex bone weights (V, K) and the bone indices they refer to (V, K)."""
+        return (
+            self._model.vertex_bone_weights.cpu().numpy(),
+            self._model.vertex_bone_indices.cpu().numpy(),
+        )
+
     def bone_index(self, name: str) -> int:
         try:
             return self.bone_names.index(name)

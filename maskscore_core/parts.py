@@ -328,8 +328,7 @@ def _derive_anny_parts() -> dict[str, np.ndarray]:
         limit = np.maximum(MOVE_FLOOR_M, fraction * rows.max(axis=1, keepdims=True))
         return (rows > limit).any(axis=0)
 
-    weights = body._model.vertex_bone_weights.cpu().numpy()  # anny's skinning, (V, K)
-    indices = body._model.vertex_bone_indices.cpu().numpy()
+    weights, indices = body.skinning()  # anny's skinning, (V, K) each
     carrier = indices[np.arange(len(indices)), weights.argmax(axis=1)]
     carried = lambda *names: np.isin(carrier, [body.bone_index(n) for n in names])  # noqa: E731
 
