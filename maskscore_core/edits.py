@@ -12,12 +12,13 @@ A part "really differs" between two body states when at least one of these holds
 - its regional scale (`BodyState.part_scale`) changes by at least SCALE_DELTA (0.1);
 - for an accessory part: the worn accessory differs (added, removed or replaced).
 
-The rest of the body may differ, but not what decides where and whether the part is seen:
-except when the part is the neck (whose bones carry the head), the neck and head bones
-(HEAD_CARRIER_BONES) of A and B differ by at most REST_POSE_MAX_RAD (0.02 rad, about 1 degree),
-and except for accessory parts, A and B wear the same accessories. Otherwise a rigid head motion
-or a hat put on would dominate every render of the part, and frame B's part applied to A would
-not look like B. (Video pairs two clips: only the accessories rule applies; speech and text pair
+The rest may differ, but less, and not in what decides where and whether the part is seen:
+- unless the part is the neck (whose bones carry the head), the neck and head bones
+  (HEAD_CARRIER_BONES) of A and B differ by at most REST_POSE_MAX_RAD (0.02 rad, ~1 degree);
+- unless the part is an accessory, A and B wear the same accessories;
+- for parts moved by facial actions, the actions outside the part change less than its own.
+Otherwise a rigid head motion or a hat put on would dominate every render of the part, and
+frame B's part applied to A would not look like B. (Video pairs two clips: only the accessories rule applies; speech and text pair
 two clips whose words differ, and no rule on the rest applies.)
 
 Single-frame modalities (mesh, depth, keypoints, pose, multimodal) pair two frames of one subject
@@ -163,6 +164,21 @@ def _pairwise_change(part: str, states: list[BodyState]) -> np.ndarray:
     return strength
 
 
+def _pairwise_rest_calmer(part: str, states: list[BodyState]) -> np.ndarray:
+    """(N, N) bool: the facial actions outside the part change less than the part's own do.
+
+    Only for parts that have actions (the rest is measured on the actions the part lacks)."""
+    actions, _ = _part_actions_and_bones(part)
+    n = len(states)
+    rest = [i for i in range(states[0].expression.shape[0]) if i not in set(actions)]
+    if not actions or not rest:
+        return np.ones((n, n), dtype=bool)
+    expr = np.stack([s.expression for s in states])
+    own = np.abs(expr[:, None, actions] - expr[None, :, actions]).max(axis=2)
+    other = np.abs(expr[:, None, rest] - expr[None, :, rest]).max(axis=2)
+    return other < own
+
+
 def head_turn(a: BodyState, b: BodyState) -> float:
     """Largest rotation difference (rad, axis-angle distance) of the bones that carry the head."""
     return float(_pairwise_head_turn([a, b])[0, 1])
@@ -237,6 +253,7 @@ def _static_pairs(part: str, trials: list[Trial]) -> tuple[list[tuple[int, int]]
     if part not in vocab.ACCESSORY_PARTS:
         worn = [s.accessories for s in states]
         ok &= np.array([[wa == wb for wb in worn] for wa in worn])
+    ok &= _pairwise_rest_calmer(part, states)
     np.fill_diagonal(ok, False)
     return index, np.argwhere(ok)
 

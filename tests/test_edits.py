@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import edits, vocab
+from maskscore_core import edits, parts, vocab
 from maskscore_core.body import get_body_model
 from maskscore_core.records import BodyState, Frame, Subject, Trial
 
@@ -121,6 +121,13 @@ def test_the_rest_keeps_head_placement_and_accessories(trials):
             assert edits.head_turn(inst.a.state, inst.b.state) <= edits.REST_POSE_MAX_RAD
         if inst.instruction.part not in vocab.ACCESSORY_PARTS:
             assert inst.a.state.accessories == inst.b.state.accessories
+        own = set(parts.part_actions(inst.instruction.part)) if inst.instruction.part in vocab.ACTIVE_FACE_PARTS else set()
+        if own and len(own) < 52:
+            body = get_body_model()
+            own_ids = [body.action_index(n) for n in own]
+            rest_ids = [i for i in range(52) if i not in own_ids]
+            delta = np.abs(inst.a.state.expression - inst.b.state.expression)
+            assert delta[rest_ids].max() < delta[own_ids].max()
     for inst in edits.make_instances(trials, "video", np.random.default_rng(2), 4):
         assert inst.a.state.accessories == inst.b.state.accessories
 

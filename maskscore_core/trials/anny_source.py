@@ -27,6 +27,7 @@ from .subjects import DEFAULT_MIN_DISTANCE, draw_subjects
 
 SOURCE_NAME = "anny"
 _SUBJECT_STREAM, _TRIAL_STREAM, _COMMAND_STREAM = 0, 1, 2
+MAX_ALIGN_TRIES = 5
 
 
 class SourceConfigError(ValueError):
@@ -126,6 +127,27 @@ def render_frames(trial: Trial, workdir: Path, size: int) -> Path:
     return folder
 
 
+def _make_aligned_trial(config, workdir, s_index, t_index, subject, order: list[str]) -> Trial:
+    """The trial with the subject's next unused command that pocketsphinx can align.
+
+    A few espeak-ng voice/command pairs do not align; such a command is dropped from `order`
+    (so the choice stays deterministic) and the next one is tried, at most MAX_ALIGN_TRIES times.
+    """
+    from ..speech import AlignmentError
+
+    failures = []
+    while order and len(failures) < MAX_ALIGN_TRIES:
+        command = order[t_index] if t_index < len(order) else order[t_index % len(order)]
+        rng = _rng(config, _TRIAL_STREAM, s_index, t_index)
+        look = trial_look(s_index, t_index)
+        try:
+            return make_trial(subject, t_index, command, config.fps, rng, workdir, look=look, source=SOURCE_NAME)
+        except AlignmentError as exc:
+            failures.append(str(exc))
+            order.remove(command)
+    raise SourceConfigError(f"no alignable command for {subject.subject_id} trial {t_index}: {'; '.join(failures)}")
+
+
 def trial_look(subject_index: int, trial_index: int) -> str:
     """A subject's first trial has the usual look; later ones alternate between an accessory
     change and a regional change, starting with one or the other on alternate subjects, so that
@@ -145,13 +167,9 @@ def generate_trials(config: AnnySourceConfig, workdir: Path) -> list[Trial]:
     trials = []
     for s_index, subject in enumerate(subjects):
         # distinct commands for one subject's trials, so speech edits always change the words
-        order = _rng(config, _COMMAND_STREAM, s_index).permutation(len(commands))
+        order = [commands[int(i)] for i in _rng(config, _COMMAND_STREAM, s_index).permutation(len(commands))]
         for t_index in range(config.trials_per_subject):
-            rng = _rng(config, _TRIAL_STREAM, s_index, t_index)
-            pick = order[t_index % len(order)]
-            look = trial_look(s_index, t_index)
-            command = commands[int(pick)]
-            trial = make_trial(subject, t_index, command, config.fps, rng, workdir, look=look, source=SOURCE_NAME)
+            trial = _make_aligned_trial(config, workdir, s_index, t_index, subject, order)
             if config.render_video:
                 folder = render_frames(trial, workdir, config.video_size)
                 trial = attrs.evolve(trial, extras={**trial.extras, "video_frames": folder.relative_to(workdir).as_posix()})
