@@ -183,7 +183,7 @@ def _landmark_points(body: BodyModel, states_pose, translation, phenotype, actio
     blendshape coefficients, same rest bones and forward kinematics, and linear blend skinning
     of only the landmark vertices with anny's own weights.
     """
-    model = body._model
+    model = body.torch_model
     batch = states_pose.shape[0]
     local = torch.zeros(batch, SOMA_BONES, 4, 4, dtype=torch.float64)
     local[:, :, :3, :3] = _rotation(states_pose)
