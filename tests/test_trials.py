@@ -147,3 +147,16 @@ def test_extract_hook_answers_for_anny(tmp_path):
     assert [t.trial_id for t in trials] == ["anny-s000-t000", "anny-s001-t000"]
     assert (tmp_path / "sources" / "anny" / "trials" / "anny-s000-t000.json").is_file()
     assert plugins.plugin_info("anny_source").provides == ("anny",)
+
+
+def test_render_video_writes_one_png_per_frame(tmp_path):
+    import imageio.v3 as iio
+
+    config = anny_source.AnnySourceConfig(seed=1, subjects=1, max_words=3, trials_per_subject=1, render_video=True, video_size=48)
+    (trial,) = anny_source.generate_trials(config, tmp_path)
+    folder = tmp_path / trial.extras["video_frames"]
+    frames = sorted(folder.glob("frame_*.png"))
+    assert len(frames) == len(trial.frames)
+    first, last = iio.imread(frames[0]), iio.imread(frames[-1])
+    assert first.shape == (48, 48, 3)
+    assert not np.array_equal(first, last), "the face moves between the first and last frame"
