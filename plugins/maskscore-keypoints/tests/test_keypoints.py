@@ -65,11 +65,12 @@ def test_cli_lists_it_and_without_it_nothing_answers(ctx, monkeypatch):
     with pytest.raises(plugins.NoPluginError, match="encode"):
         plugins.call("encode", MODALITY, modality=MODALITY, target=_instance().a, ctx=ctx)
 
-def test_keypoint_set_is_fixed_and_on_every_active_face_part():
+def test_keypoint_set_is_fixed_and_on_every_part():
     from maskscore_core import parts
 
     keypoints = _keypoint_set()
-    assert set(keypoints.parts) == set(vocab.ACTIVE_FACE_PARTS)
+    assert set(keypoints.parts) == set(vocab.ACTIVE_FACE_PARTS + vocab.ACCESSORY_PARTS)
+    assert not keypoints.pinned[: len(keypoints.ids("front hair"))].any()
     assert np.allclose(keypoints.barycentric.sum(axis=1), 1.0) and (keypoints.barycentric >= 0).all()
     for part in vocab.ACTIVE_FACE_PARTS:
         assert parts.part_face_mask(part)[keypoints.faces[keypoints.ids(part)]].all()

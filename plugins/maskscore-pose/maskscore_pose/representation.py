@@ -1,8 +1,10 @@
 """The pose modality's representation: SOMA bone rotations [78x3] + root translation t [3].
 
 The same 237 floats as `BodyState.pose_vector()` (and Kimodo-SOMA output). A pose holds bones
-only: decoding it runs ANNY's forward kinematics and skinning with everything that is not a bone
-(the subject's phenotype, frame A's facial actions, accessories, part scales) taken from frame A
+only. The part of the expression a bone can carry (jaw opening and side, eye gaze) is encoded in
+the face bones Jaw, LeftEye and RightEye (`face_bones`). Decoding reads those back into actions,
+then runs ANNY's forward kinematics and skinning with everything a pose cannot carry (the
+subject's phenotype, frame A's other facial actions, accessories, part scales) taken from frame A
 of the edit, so the score sees exactly what the bones changed, through the render (seed 000:
 no rotation geodesic as the score).
 """
@@ -14,6 +16,8 @@ import numpy as np
 
 from maskscore_core.records import SOMA_BONES, Asset, BodyState, Decoded, EditInstance, Target
 from maskscore_core.reference_mesh import get_reference_mesh
+
+from . import face_bones
 
 MODALITY = "pose"
 POSE_LENGTH = SOMA_BONES * 3 + 3
@@ -40,14 +44,22 @@ def check(values, what: str = "pose") -> np.ndarray:
 
 
 def encode(target: Target) -> Asset:
-    """The bones of the target's representative frame."""
-    return Asset(modality=MODALITY, data=np.asarray(target.state.pose_vector()), meta={"label": target.label})
+    """The bones of the target's representative frame, face bones carrying jaw and gaze."""
+    from maskscore_core.body import get_body_model
+
+    state = target.state
+    pose = face_bones.to_bones(state.pose, state.expression, get_body_model())
+    vector = np.concatenate([pose.reshape(-1), state.translation])
+    return Asset(modality=MODALITY, data=vector, meta={"label": target.label})
 
 
 def apply_to_frame_a(vector: np.ndarray, instance: EditInstance) -> BodyState:
-    """Frame A's body state with its bones replaced by `vector`."""
+    """Frame A's body state with its bones replaced by `vector` (face bones read into actions)."""
+    from maskscore_core.body import get_body_model
+
     vector = check(vector)
-    return attrs.evolve(instance.a.state, pose=vector[:-3].reshape(SOMA_BONES, 3), translation=vector[-3:])
+    pose, expression = face_bones.to_actions(vector[:-3].reshape(SOMA_BONES, 3), instance.a.state.expression, get_body_model())
+    return attrs.evolve(instance.a.state, pose=pose, translation=vector[-3:], expression=expression)
 
 
 def decode(asset: Asset, instance: EditInstance) -> Decoded:
@@ -62,12 +74,13 @@ def to_column(vector: np.ndarray) -> list[float]:
 
 
 def mask(part: str) -> dict:
-    """The part's SOMA bones, their indices in the pose vector, and the facial actions of the
-    part (which a pose does not carry: they come from frame A when decoding)."""
+    """The part's bones (its SOMA bones and the face bones carrying its actions), their indices
+    in the pose vector, and the part's facial actions (those no bone carries come from frame A)."""
     from maskscore_core import parts
     from maskscore_core.body import get_body_model
 
     body = get_body_model()
-    bones = tuple(parts.part_bones(part))
+    actions = tuple(parts.part_actions(part))
+    bones = tuple(dict.fromkeys((*parts.part_bones(part), *face_bones.bones_for_actions(actions))))
     indices = np.array([3 * body.bone_index(b) + k for b in bones for k in range(3)], dtype=np.int64)
-    return {"bones": bones, "indices": indices, "actions": tuple(parts.part_actions(part))}
+    return {"bones": bones, "indices": indices, "actions": actions}

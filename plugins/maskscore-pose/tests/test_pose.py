@@ -15,12 +15,14 @@ MODALITY = "pose"
 LADDER_INSTANCES = 4
 
 
-def _state(jaw: float = 0.0, jaw_open: float = 0.0) -> BodyState:
+def _state(neck: float = 0.0, jaw_open: float = 0.0, **actions: float) -> BodyState:
     body = get_body_model()
     pose = np.zeros((78, 3))
-    pose[body.bone_index("Jaw")] = [jaw, 0.0, 0.0]
+    pose[body.bone_index("Neck1")] = [neck, 0.0, 0.0]
     expression = np.zeros(52)
     expression[body.action_index("jawOpen")] = jaw_open
+    for name, value in actions.items():
+        expression[body.action_index(name)] = value
     return BodyState(phenotype={"age": 0.4}, pose=pose, translation=[0.0, 0.01, 0.0], expression=expression)
 
 
@@ -61,22 +63,40 @@ def test_cli_lists_it_and_without_it_nothing_answers(ctx, monkeypatch):
         plugins.call("encode", MODALITY, modality=MODALITY, target=_instance(_state()).a, ctx=ctx)
 
 def test_pose_vector_layout_and_round_trip(ctx, tmp_path):
-    instance = _instance(_state(jaw=0.3))
+    instance = _instance(_state(neck=0.3))
     asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
     value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path, name="b", ctx=ctx)
     assert len(value) == 78 * 3 + 3 and all(type(v) is float for v in value)
-    assert value == instance.b.state.pose_vector()
+    np.testing.assert_allclose(value, instance.b.state.pose_vector(), atol=1e-12)  # no face action: bones as they are
     back = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
     np.testing.assert_array_equal(back.data, np.asarray(value))
 
 
+def test_face_bones_carry_jaw_and_gaze(ctx):
+    body = get_body_model()
+    state = _state(jaw_open=0.6, jawLeft=0.3, eyeLookUpLeft=0.4, eyeLookInRight=0.5, browInnerUp=0.8)
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=Target("b", Subject("s1", {}), (state,)), ctx=ctx)
+    jaw = asset.data[3 * body.bone_index("Jaw") : 3 * body.bone_index("Jaw") + 3]
+    assert np.linalg.norm(jaw) > 0.2  # jawOpen 0.6 pitches the jaw by 0.21 rad
+    from maskscore_pose import face_bones
+
+    pose, expression = face_bones.to_actions(asset.data[:-3].reshape(78, 3), np.zeros(52), body)
+    np.testing.assert_array_equal(pose, state.pose)  # face bones back at rest
+    for name in ("jawOpen", "jawLeft", "eyeLookUpLeft", "eyeLookInRight"):
+        assert expression[body.action_index(name)] == pytest.approx(state.expression[body.action_index(name)], abs=1e-9)
+    assert expression[body.action_index("browInnerUp")] == 0.0  # no bone carries the brows
+
+
 def test_decode_is_fk_and_skinning_on_frame_a(ctx):
-    instance = _instance(_state(jaw=0.3, jaw_open=0.7))
+    body = get_body_model()
+    instance = _instance(_state(neck=0.3, jaw_open=0.7, browInnerUp=0.9))
     asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
     decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=ctx)
-    # Bones from B, facial actions from A: the pose carries bones only.
-    expected_state = attrs.evolve(instance.b.state, expression=instance.a.state.expression)
-    np.testing.assert_allclose(decoded.vertices, get_reference_mesh().vertices([expected_state])[0])
+    # Bones and jaw opening from B; the brows (no bone carries them) from A.
+    expression = instance.a.state.expression.copy()
+    expression[body.action_index("jawOpen")] = 0.7
+    expected_state = attrs.evolve(instance.b.state, expression=expression)
+    np.testing.assert_allclose(decoded.vertices, get_reference_mesh().vertices([expected_state])[0], atol=1e-9)
     ref_b = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="b", ctx=ctx)
     np.testing.assert_array_equal(ref_b.vertices, decoded.vertices)
     ref_a = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="a", ctx=ctx)
@@ -103,7 +123,7 @@ def test_bad_pose_values_are_named(ctx, tmp_path, value, message):
 def test_reward_row_has_seed_000_columns_and_validates(ctx, tmp_path):
     from maskscore_core import schemas
 
-    instance = _instance(_state(jaw=0.3))
+    instance = _instance(_state(neck=0.3))
     values = [
         plugins.call("write_asset", MODALITY, asset=plugins.call("encode", MODALITY, modality=MODALITY, target=t, ctx=ctx),
                      directory=tmp_path, name=t.label, ctx=ctx)
@@ -115,7 +135,7 @@ def test_reward_row_has_seed_000_columns_and_validates(ctx, tmp_path):
     )  # fmt: skip
     assert list(row) == schemas.arrow_schema("PoseEditReward").names
     table = schemas.to_table("PoseEditReward", [row])
-    assert table.column("output_poses").to_pylist() == [[instance.b.state.pose_vector()]]
+    np.testing.assert_allclose(table.column("output_poses").to_pylist()[0][0], instance.b.state.pose_vector(), atol=1e-12)
     assert (tmp_path / row["conditioning_image"]).is_file()
     with pytest.raises(ValueError, match="expected 237 floats"):
         plugins.call(
@@ -145,3 +165,13 @@ def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_instances):
         overall = [s.overall for s in scores]
         part = instance.instruction.part
         assert all(a > b for a, b in zip(overall, overall[1:])), f"{instance.key} ({part}): {overall}"
+
+
+def test_part_masks_name_bones_and_actions(ctx):
+    mouth = plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)
+    assert mouth["bones"] == ("Jaw",) and "jawOpen" in mouth["actions"]
+    assert len(mouth["indices"]) == 3
+    irides = plugins.call("mask_part", MODALITY, modality=MODALITY, part="irides", ctx=ctx)
+    assert irides["bones"] == ("LeftEye", "RightEye")
+    with pytest.raises(ValueError, match="tentacle"):
+        plugins.call("mask_part", MODALITY, modality=MODALITY, part="tentacle", ctx=ctx)
