@@ -25,7 +25,7 @@ RightEye and HeadEnd bones.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import numpy as np

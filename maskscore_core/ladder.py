@@ -118,9 +118,11 @@ def _footprint(part: str) -> set[str]:
 
     if part in vocab.ACCESSORY_PARTS:
         return {f"slot:{accessories.slot_for_part(part)}", f"part:{part}"}
-    return {f"action:{n}" for n in parts.part_actions(part)} | {f"bone:{n}" for n in parts.part_bones(part)} | {
-        f"part:{part}"
-    }
+    return (
+        {f"action:{n}" for n in parts.part_actions(part)}
+        | {f"bone:{n}" for n in parts.part_bones(part)}
+        | {f"part:{part}"}
+    )
 
 
 def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> str:
@@ -131,9 +133,7 @@ def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> str:
     target = _footprint(part)
     pools = [list(TASK_TABLE[modality]), list(vocab.ACTIVE_FACE_PARTS + vocab.ACCESSORY_PARTS)]
     for pool in pools:
-        candidates = [
-            p for p in vocab.PARTS if p in pool and p not in (part, "neck") and not (_footprint(p) & target)
-        ]
+        candidates = [p for p in vocab.PARTS if p in pool and p not in (part, "neck") and not (_footprint(p) & target)]
         if candidates:
             changes = [part_change(p, a, b) for p in candidates]
             best = max(changes)

@@ -85,7 +85,7 @@ def test_accessories_follow_the_head():
 
 def test_absent_accessories_collapse_onto_the_head_bone():
     state = BodyState(accessories=("hat_tall",))
-    placed, verts, bones, body = _placed(state)
+    placed, _verts, bones, body = _placed(state)
     head = bones[body.bone_index("Head")][:3, 3]
     for name in ("glasses", "earrings", "scarf"):
         assert np.array_equal(placed[name], np.repeat(head[None], len(placed[name]), axis=0))

@@ -18,7 +18,13 @@ def _state(actions=None, bones=None, accessories=(), part_scale=None, phenotype=
     pose = np.zeros((78, 3))
     for name, value in (bones or {}).items():
         pose[body.bone_index(name)] = value
-    return BodyState(phenotype=phenotype or {}, pose=pose, expression=expression, accessories=accessories, part_scale=part_scale or {})
+    return BodyState(
+        phenotype=phenotype or {},
+        pose=pose,
+        expression=expression,
+        accessories=accessories,
+        part_scale=part_scale or {},
+    )
 
 
 def _trial(subject, index, transcript, states):
@@ -33,19 +39,34 @@ def hand_trials():
     s0 = Subject("s0", {"gender": 0.1}, "en-us", ("hat_tall",))
     s1 = Subject("s1", {"gender": 0.9}, "en-us+f3", ("earrings_hoop",))
     neck = {"Neck1": [0.0, 0.0, 0.0]}
-    t00 = _trial(s0, 0, "turn on the lights", [
-        _state({"jawOpen": 0.0}, neck, ("hat_tall",)),
-        _state({"jawOpen": 0.6, "browInnerUp": 0.5}, {"Neck1": [0.1, 0, 0]}, ("hat_tall",)),
-        _state({"jawOpen": 0.1, "noseSneerLeft": 0.5}, neck, ("hat_tall",)),
-    ])
-    t01 = _trial(s0, 1, "play some music", [
-        _state({"jawOpen": 0.2}, neck, ("glasses_round",)),
-        _state({"jawOpen": 0.7, "eyeLookUpLeft": 0.5}, neck, ("glasses_round",)),
-    ])
-    t02 = _trial(s0, 2, "open the door", [
-        _state({"jawOpen": 0.5, "browInnerUp": 0.1}, neck, ("hat_tall",), {"ears": 1.2}),
-        _state({"jawOpen": 0.0, "eyeLookUpLeft": 0.5}, neck, ("hat_tall",), {"ears": 1.2}),
-    ])
+    t00 = _trial(
+        s0,
+        0,
+        "turn on the lights",
+        [
+            _state({"jawOpen": 0.0}, neck, ("hat_tall",)),
+            _state({"jawOpen": 0.6, "browInnerUp": 0.5}, {"Neck1": [0.1, 0, 0]}, ("hat_tall",)),
+            _state({"jawOpen": 0.1, "noseSneerLeft": 0.5}, neck, ("hat_tall",)),
+        ],
+    )
+    t01 = _trial(
+        s0,
+        1,
+        "play some music",
+        [
+            _state({"jawOpen": 0.2}, neck, ("glasses_round",)),
+            _state({"jawOpen": 0.7, "eyeLookUpLeft": 0.5}, neck, ("glasses_round",)),
+        ],
+    )
+    t02 = _trial(
+        s0,
+        2,
+        "open the door",
+        [
+            _state({"jawOpen": 0.5, "browInnerUp": 0.1}, neck, ("hat_tall",), {"ears": 1.2}),
+            _state({"jawOpen": 0.0, "eyeLookUpLeft": 0.5}, neck, ("hat_tall",), {"ears": 1.2}),
+        ],
+    )
     t10 = _trial(s1, 0, "what time is it", [_state({"jawOpen": 0.3}, neck, ("earrings_hoop",))] * 2)
     t11 = _trial(s1, 1, "call my mother", [_state({"jawOpen": 0.0}, neck, ("earrings_stud",))] * 3)
     return [t00, t01, t02, t10, t11]
@@ -111,7 +132,15 @@ def test_accessory_task_types_follow_what_is_worn():
 def test_all_part_tasks_and_regions_appear(trials):
     instances = edits.make_instances(trials, "mesh", np.random.default_rng(1), 40)
     tasks = {i.instruction.task_type for i in instances}
-    assert {"part_add", "part_remove", "part_replace", "expression_change", "surface_edit", "depth_edit", "region_extract"} <= tasks
+    assert {
+        "part_add",
+        "part_remove",
+        "part_replace",
+        "expression_change",
+        "surface_edit",
+        "depth_edit",
+        "region_extract",
+    } <= tasks
     assert set(edits.task_types("mesh")) == tasks
 
 
@@ -121,7 +150,11 @@ def test_the_rest_keeps_head_placement_and_accessories(trials):
             assert edits.head_turn(inst.a.state, inst.b.state) <= edits.REST_POSE_MAX_RAD
         if inst.instruction.part not in vocab.ACCESSORY_PARTS:
             assert inst.a.state.accessories == inst.b.state.accessories
-        own = set(parts.part_actions(inst.instruction.part)) if inst.instruction.part in vocab.ACTIVE_FACE_PARTS else set()
+        own = (
+            set(parts.part_actions(inst.instruction.part))
+            if inst.instruction.part in vocab.ACTIVE_FACE_PARTS
+            else set()
+        )
         if own and len(own) < 52:
             body = get_body_model()
             own_ids = [body.action_index(n) for n in own]

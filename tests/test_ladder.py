@@ -9,7 +9,13 @@ import pytest
 
 from maskscore_core import edits, ladder, parts
 from maskscore_core.body import get_body_model
-from maskscore_core.records import BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.records import (
+    BodyState,
+    EditInstance,
+    EditInstruction,
+    Subject,
+    Target,
+)
 
 SUBJECT = Subject("s0", {"gender": 0.1}, "en-us", ())
 OTHER = Subject("s1", {"gender": 0.9}, "en-us+f3", ())
@@ -26,7 +32,16 @@ def _state(actions=None, bones=None, accessories=()):
     return BodyState(pose=pose, expression=expression, accessories=accessories)
 
 
-def _instance(part, a, b, modality="mesh", task="expression_change", other=None, a_text="turn on the lights", b_text="play some music"):
+def _instance(
+    part,
+    a,
+    b,
+    modality="mesh",
+    task="expression_change",
+    other=None,
+    a_text="turn on the lights",
+    b_text="play some music",
+):
     subject = SUBJECT
     other = other or Target("wrong subject", OTHER, [a], "what time is it", 25.0)
     return EditInstance(
@@ -40,7 +55,9 @@ def _instance(part, a, b, modality="mesh", task="expression_change", other=None,
 
 def _indices(part):
     body = get_body_model()
-    return [body.action_index(n) for n in parts.part_actions(part)], [body.bone_index(n) for n in parts.part_bones(part)]
+    return [body.action_index(n) for n in parts.part_actions(part)], [
+        body.bone_index(n) for n in parts.part_bones(part)
+    ]
 
 
 A = _state({"jawOpen": 0.1, "browInnerUp": 0.0, "eyeLookUpLeft": 0.2}, {"Neck1": [0.0, 0.0, 0.0]}, ("hat_tall",))
@@ -93,7 +110,11 @@ def test_rungs_of_a_bone_part():
     [
         ((), ("glasses_round",), [("glasses_round", 1.0), ("glasses_round", 0.5), ("glasses_round", 0.2)]),
         (("glasses_round",), (), [(None, 1.0), ("glasses_round", 0.5), ("glasses_round", 0.8)]),
-        (("glasses_round",), ("glasses_square",), [("glasses_square", 1.0), ("glasses_square", 0.5), ("glasses_round", 0.8)]),
+        (
+            ("glasses_round",),
+            ("glasses_square",),
+            [("glasses_square", 1.0), ("glasses_square", 0.5), ("glasses_round", 0.8)],
+        ),
     ],
 )
 def test_accessory_rungs_use_size_as_the_in_between(a_worn, b_worn, expect):
@@ -113,8 +134,16 @@ def test_phrase_ladder_for_clips():
     a_clip = [_state({"jawOpen": 0.1 * i}) for i in range(4)]
     b_clip = [_state({"jawOpen": 0.8 - 0.1 * i}) for i in range(6)]
     other = Target("wrong subject", OTHER, a_clip, "what time is it", 25.0)
-    inst = _instance("mouth", a_clip, b_clip, modality="speech", task="speech_edit", other=other,
-                     a_text="turn on the kitchen lights", b_text="play some jazz music now")
+    inst = _instance(
+        "mouth",
+        a_clip,
+        b_clip,
+        modality="speech",
+        task="speech_edit",
+        other=other,
+        a_text="turn on the kitchen lights",
+        b_text="play some jazz music now",
+    )
     rungs = ladder.build_ladder(inst)
     assert [r.transcript for r in rungs] == [
         "play some jazz music now",

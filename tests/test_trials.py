@@ -10,7 +10,7 @@ import pytest
 from maskscore_core.body import get_body_model
 from maskscore_core.trials import anny_source, clips, subjects
 
-SMALL = dict(seed=7, subjects=2, trials_per_subject=1, max_words=4)
+SMALL = {"seed": 7, "subjects": 2, "trials_per_subject": 1, "max_words": 4}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_impossible_subject_spacing_is_a_clear_error():
 
 
 def test_clip_content(generated):
-    workdir, trials = generated
+    _workdir, trials = generated
     body = get_body_model()
     for trial in trials:
         with wave.open(trial.audio_path, "rb") as w:
@@ -120,7 +120,8 @@ def test_later_trials_change_one_thing():
         subject = subjects.draw_subjects(np.random.default_rng(seed), 1)[0]
         worn = subjects.changed_accessories(subject, np.random.default_rng(seed))
         changed = [
-            slot for slot in accessories.VARIANTS
+            slot
+            for slot in accessories.VARIANTS
             if accessories.worn(worn, slot) != accessories.worn(subject.accessories, slot)
         ]
         assert 1 <= len(changed) <= 2
@@ -143,7 +144,9 @@ def test_extract_hook_answers_for_anny(tmp_path):
     from maskscore_core.context import Context
 
     ctx = Context(workdir=tmp_path, seed=7)
-    trials = plugins.call("extract", "anny", source="anny", config={k: v for k, v in SMALL.items() if k != "seed"}, ctx=ctx)
+    trials = plugins.call(
+        "extract", "anny", source="anny", config={k: v for k, v in SMALL.items() if k != "seed"}, ctx=ctx
+    )
     assert [t.trial_id for t in trials] == ["anny-s000-t000", "anny-s001-t000"]
     assert (tmp_path / "sources" / "anny" / "trials" / "anny-s000-t000.json").is_file()
     assert plugins.plugin_info("anny_source").provides == ("anny",)
@@ -152,7 +155,9 @@ def test_extract_hook_answers_for_anny(tmp_path):
 def test_render_video_writes_one_png_per_frame(tmp_path):
     import imageio.v3 as iio
 
-    config = anny_source.AnnySourceConfig(seed=1, subjects=1, max_words=3, trials_per_subject=1, render_video=True, video_size=48)
+    config = anny_source.AnnySourceConfig(
+        seed=1, subjects=1, max_words=3, trials_per_subject=1, render_video=True, video_size=48
+    )
     (trial,) = anny_source.generate_trials(config, tmp_path)
     folder = tmp_path / trial.extras["video_frames"]
     frames = sorted(folder.glob("frame_*.png"))
@@ -160,3 +165,5 @@ def test_render_video_writes_one_png_per_frame(tmp_path):
     first, last = iio.imread(frames[0]), iio.imread(frames[-1])
     assert first.shape == (48, 48, 3)
     assert not np.array_equal(first, last), "the face moves between the first and last frame"
+    assert trial.image_path == str(frames[len(frames) // 2])
+    assert anny_source.load_trials(tmp_path) == [trial]

@@ -6,7 +6,7 @@ clips (`clips`), and writes under workdir:
 - `audio/<trial_id>.wav`: the espeak-ng speech (16 kHz mono);
 - `trials/<trial_id>.json`: the Trial record (records.converter), audio path relative to workdir;
 - `video/<trial_id>/frame_00000.png` ...: rendered RGB frames, only when `render_video` is set
-  (rendering costs time).
+  (rendering costs time); the middle one is then the trial's `image_path` (its source frame).
 
 Every random choice comes from numpy Generators seeded with (seed, stream, subject, trial), so
 the same config gives byte-identical files, and adding subjects or trials does not change the
@@ -53,7 +53,7 @@ class AnnySourceConfig:
     video_size: int = attrs.field(default=128, validator=_positive)
 
     @classmethod
-    def from_dict(cls, options: dict) -> "AnnySourceConfig":
+    def from_dict(cls, options: dict) -> AnnySourceConfig:
         """Build from a plain dict (the `extract` hook's config); `count` means `subjects`."""
         options = dict(options)
         if "count" in options:
@@ -86,8 +86,9 @@ def trial_path(workdir: Path, trial_id: str) -> Path:
 def write_trial(trial: Trial, workdir: Path) -> Path:
     """The trial's JSON record, with its audio path relative to workdir (so files are portable)."""
     record = converter.unstructure(trial)
-    if trial.audio_path:
-        record["audio_path"] = Path(trial.audio_path).relative_to(Path(workdir)).as_posix()
+    for key in ("audio_path", "image_path"):
+        if record[key]:
+            record[key] = Path(record[key]).relative_to(Path(workdir)).as_posix()
     path = trial_path(workdir, trial.trial_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
@@ -105,8 +106,9 @@ def read_trial(path: Path, workdir: Path | None = None) -> Trial:
         raise FileNotFoundError(f"trial file not found: {path}") from None
     except Exception as exc:  # json errors, or cattrs' ClassValidationError group
         raise ValueError(f"{path} is not a valid trial record: {exc}") from exc
-    if trial.audio_path:
-        trial = attrs.evolve(trial, audio_path=str(workdir / trial.audio_path))
+    for key in ("audio_path", "image_path"):
+        if getattr(trial, key):
+            trial = attrs.evolve(trial, **{key: str(workdir / getattr(trial, key))})
     return trial
 
 
@@ -172,7 +174,12 @@ def generate_trials(config: AnnySourceConfig, workdir: Path) -> list[Trial]:
             trial = _make_aligned_trial(config, workdir, s_index, t_index, subject, order)
             if config.render_video:
                 folder = render_frames(trial, workdir, config.video_size)
-                trial = attrs.evolve(trial, extras={**trial.extras, "video_frames": folder.relative_to(workdir).as_posix()})
+                middle = trial.frames[len(trial.frames) // 2].index
+                trial = attrs.evolve(
+                    trial,
+                    image_path=str(folder / f"frame_{middle:05d}.png"),
+                    extras={**trial.extras, "video_frames": folder.relative_to(workdir).as_posix()},
+                )
             write_trial(trial, workdir)
             trials.append(trial)
     return trials

@@ -165,7 +165,9 @@ def make_trial(
     phones = speech.align(wav_path, transcript)
     visemes = np.asarray(speech.activations_from_phones(phones, fps, duration), dtype=np.float64)
     if visemes.ndim != 2 or visemes.shape[1] != FACIAL_ACTIONS or len(visemes) < 2:
-        raise ClipError(f"{wav_path}: speech gave activations of shape {visemes.shape}; need (T >= 2, {FACIAL_ACTIONS})")
+        raise ClipError(
+            f"{wav_path}: speech gave activations of shape {visemes.shape}; need (T >= 2, {FACIAL_ACTIONS})"
+        )
     times = np.arange(len(visemes)) / fps
     expression = np.clip(np.maximum(visemes, face_motion(times, rng)), 0.0, 1.0)
     poses = body_motion(times, rng)
