@@ -13,6 +13,7 @@ from .representation import (
     VideoError,
     clip_from_target,
     frame_vertices,
+    part_activations,
     read_clip,
     relative_to_root,
     resolve,
@@ -42,20 +43,20 @@ def _clip(asset) -> Clip:
     return asset.data
 
 
-def decode_clip(clip: Clip, ctx) -> Decoded:
+def decode_clip(clip: Clip, part: str, ctx) -> Decoded:
     """Per-frame meshes of a fixed number of sampled frames, the representative (middle) frame's
-    mesh, and the whole clip's face activation sequence."""
+    mesh, and the clip's activation sequence of the edited part's facial actions."""
     picked = sample_indices(len(clip.states), int(ctx.config.get("video_frames", DEFAULT_SAMPLED_FRAMES)))
     middle = len(clip.states) // 2
     vertices = frame_vertices([clip.states[i] for i in [*picked, middle]])
-    return Decoded(vertices=vertices[-1], frames=tuple(vertices[:-1]), activations=clip.activations())
+    return Decoded(vertices=vertices[-1], frames=tuple(vertices[:-1]), activations=part_activations(clip, part))
 
 
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
     if asset.modality != MODALITY:
         return None
-    return decode_clip(_clip(asset), ctx)
+    return decode_clip(_clip(asset), instance.instruction.part, ctx)
 
 
 @hookimpl
@@ -65,7 +66,7 @@ def decode_reference(modality, instance, which, ctx):
     targets = {"a": instance.a, "b": instance.b}
     if which not in targets:
         raise VideoError(f"reference must be 'a' or 'b', got {which!r}")
-    return decode_clip(clip_from_target(targets[which]), ctx)
+    return decode_clip(clip_from_target(targets[which]), instance.instruction.part, ctx)
 
 
 @hookimpl

@@ -56,6 +56,28 @@ class Clip:
         return np.stack([state.expression for state in self.states])
 
 
+def part_activations(clip: Clip, part: str) -> np.ndarray | None:
+    """(T, 52) activations of the edited part's facial actions (others zero), or None when the
+    part has none (neck, hair, ears, accessories): activation agreement then has nothing to say
+    about the edit, and the part is judged by per-frame render-and-compare alone.
+
+    Restricting to the part keeps agreement about what the instruction asks for: a clip that
+    changes the wrong part of the face must not agree better than one that changes the right one.
+    """
+    from maskscore_core import parts
+    from maskscore_core.body import get_body_model
+
+    names = parts.part_actions(part)
+    if not names:
+        return None
+    body = get_body_model()
+    columns = [body.action_index(name) for name in names]
+    full = clip.activations()
+    out = np.zeros_like(full)
+    out[:, columns] = full[:, columns]
+    return out
+
+
 def clip_from_target(target: Target) -> Clip:
     return Clip(states=target.states, fps=float(target.fps), transcript=target.transcript, voice=target.subject.voice)
 
