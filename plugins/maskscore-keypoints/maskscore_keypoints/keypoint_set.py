@@ -28,7 +28,7 @@ from maskscore_core import vocab
 
 SET_SEED = 5_000
 POINT_SPACING_M = 0.01
-MIN_PER_PART = 6
+MIN_PER_PART = 16
 MAX_PER_PART = 48
 SIDECAR_NAME = "keypoint_set.json"
 
