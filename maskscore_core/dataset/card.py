@@ -17,7 +17,9 @@ import pyarrow.parquet as pq
 from .. import vocab
 from . import atomic
 
-HASHED_DIRS = ("data", "assets", "instances")
+# Files of the card itself and of the evaluation are not dataset content; hidden entries
+# (.partial, .work, .build-config.json) are build machinery.
+NOT_CONTENT = ("README.md", "card.json", "eval")
 
 SPLIT_PURPOSE = {
     "bench": "evaluates reward models (EditReward-Bench analogue); subjects held out",
@@ -27,10 +29,14 @@ SPLIT_PURPOSE = {
 
 
 def content_hash(root: Path) -> str:
-    """sha256 over (relative path, size, bytes) of every file under data/, assets/, instances/."""
+    """sha256 over (relative path, size, bytes) of every content file: shards, assets, sidecars and
+    whatever else the plugins wrote (conditioning images, ...)."""
     root = Path(root)
     digest = hashlib.sha256()
-    files = sorted(p for d in HASHED_DIRS for p in (root / d).rglob("*") if p.is_file())
+    files = sorted(
+        p for p in root.rglob("*")
+        if p.is_file() and p.relative_to(root).parts[0] not in NOT_CONTENT and not p.relative_to(root).parts[0].startswith(".")
+    )
     for path in files:
         data = path.read_bytes()
         digest.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
@@ -91,7 +97,7 @@ def write_card(root: Path, config: dict, subjects: int) -> dict:
         "Task types come from the instance maker, spread evenly within each modality; the rows are spread"
         " evenly over the modalities (the remainder to the first in vocabulary order).",
         "",
-        f"Content hash (sha256 over data/, assets/, instances/): `{card['content_sha256']}`",
+        f"Content hash (sha256 over every shard, asset and sidecar file): `{card['content_sha256']}`",
         "",
         "## Rows per modality",
         *_table(("modality", "rows", "share"), counts["modality"], total),

@@ -204,8 +204,11 @@ def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
     staged = temp_root / "shard.parquet"
     pq.write_table(table, staged, **PARQUET_OPTIONS)
 
-    # Commit: assets, then sidecars, then the Parquet file that marks the shard complete.
+    # Commit: assets, other files plugins wrote under the root (e.g. conditioning images), the
+    # sidecars, and last the Parquet file that marks the shard complete.
     atomic.move_dir(asset_dir, spec.asset_dir(root))
+    for path in sorted(p for p in temp_root.rglob("*") if p.is_file() and p != staged):
+        atomic.move_file(path, root / path.relative_to(temp_root))
     for key, text in sorted(sidecars.items()):
         atomic.write_text(root / "instances" / f"{key}.json", text)
     with open(staged, "rb") as handle:

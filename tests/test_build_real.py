@@ -1,0 +1,39 @@
+"""A real build end to end: built-in anny source, edits, and the eight modality plugins writing
+their own assets and rows (rl-train: no scoring, so it stays small enough for every CI run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from maskscore_core import schemas, vocab
+from maskscore_core.dataset import reader
+from maskscore_core.dataset.leakage import dataset_subjects
+from maskscore_core.dataset.plan import BuildConfig
+from maskscore_core.dataset.runner import run_build
+from maskscore_core.dataset.splits import subject_pool
+
+
+@pytest.mark.slow
+def test_rl_train_of_all_eight_modalities_with_the_real_plugins(tmp_path):
+    root = tmp_path / "rl"
+    # seed 0 with 24 anny subjects leaves 22 training subjects
+    summary = run_build(BuildConfig(split="rl-train", out=root, rows=8, seed=0, subjects=24, views=2, resolution=32),
+                        progress=False)
+    assert summary.rows == 8
+    card = json.loads((root / "card.json").read_text())
+    assert card["counts"]["modality"] == {m: 1 for m in vocab.MODALITIES}
+    for modality, row in reader.iter_rows(root):  # validates every shard against its schema
+        table = schemas.table_for_modality(modality)
+        assert row["scores"] == [] and row[schemas.CANDIDATE_COLUMN[table]] == []
+        instance = reader.load_instance(root, row["key"])
+        assert instance.instruction.modality == modality and instance.instruction.text == row["instruction"]
+        for column in schemas.table_specs()[table]["columns"]:
+            value = row[column["name"]]
+            if column["type"] == "string" and isinstance(value, str) and "/" in value:
+                assert not Path(value).is_absolute() and (root / value).exists(), (modality, column["name"], value)
+    assert all(subject_pool(s, 0) == "train" for s in dataset_subjects(root))
+    pq.read_table(root / "data" / "pose" / "shard-00000.parquet")
