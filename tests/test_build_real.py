@@ -37,3 +37,19 @@ def test_rl_train_of_all_eight_modalities_with_the_real_plugins(tmp_path):
                 assert not Path(value).is_absolute() and (root / value).exists(), (modality, column["name"], value)
     assert all(subject_pool(s, 0) == "train" for s in dataset_subjects(root))
     pq.read_table(root / "data" / "pose" / "shard-00000.parquet")
+
+
+@pytest.mark.slow
+def test_real_bench_is_byte_identical_when_built_twice(tmp_path):
+    def build(name):
+        return run_build(BuildConfig(split="bench", out=tmp_path / name, rows=6, seed=0, subjects=24,
+                                     modalities=("mesh", "keypoints"), views=2, resolution=32), progress=False)
+
+    first, second = build("one"), build("two")
+    assert first.card["content_sha256"] == second.card["content_sha256"]
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
+    assert any(p.suffix == ".glb" for p in files) and any(p.parts[0] == "conditioning" for p in files)
+    for path in files:
+        assert (tmp_path / "one" / path).read_bytes() == (tmp_path / "two" / path).read_bytes(), path
+    for _, row in reader.iter_rows(tmp_path / "one"):
+        assert len(row["scores"]) == 5 and all(0.0 <= s <= 1.0 for s in row["scores"])

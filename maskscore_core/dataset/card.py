@@ -64,6 +64,7 @@ def count_rows(root: Path) -> dict:
         "task_type": {t: per_task[t] for t in vocab.TASK_TYPES if per_task[t]},
         "dimension": {d: per_dimension[d] for d in vocab.DIMENSIONS if per_dimension[d]},
         "modality_task_type": dict(sorted(per_pair.items())),
+        "absent_task_types": [t for t in vocab.TASK_TYPES if not per_task[t]],
     }
 
 
@@ -104,6 +105,8 @@ def write_card(root: Path, config: dict, subjects: int) -> dict:
         "",
         "## Rows per task type",
         *_table(("task type", "rows", "share"), counts["task_type"], total),
+        "",
+        "Task types with no row: " + (", ".join(counts["absent_task_types"]) or "none") + ".",
         "",
         "## Rows per dimension",
         *_table(("dimension", "rows", "share"), counts["dimension"], total),
