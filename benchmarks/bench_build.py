@@ -29,7 +29,7 @@ def measure(args, workers: int, root: Path) -> dict:
     config = BuildConfig(
         split=args.split, out=root / f"workers-{workers}", rows=args.rows, seed=args.seed, source=args.source,
         subjects=args.subjects, scorer=args.scorer, views=args.views, resolution=args.resolution,
-        shard_size=args.shard_size, workers=workers,
+        shard_size=args.shard_size, workers=workers, modalities=tuple(args.modalities.split(",")) if args.modalities else (),
     )
     start = time.perf_counter()
     summary = run_build(config, progress=False)
@@ -52,6 +52,7 @@ def main() -> None:
     parser.add_argument("--source", default="anny")
     parser.add_argument("--subjects", type=int, default=24)
     parser.add_argument("--scorer", default="render-compare")
+    parser.add_argument("--modalities", default="", help="comma-separated (default: all eight)")
     parser.add_argument("--views", type=int, default=4)
     parser.add_argument("--resolution", type=int, default=64)
     parser.add_argument("--shard-size", type=int, default=1, help="instances per shard (small: work spreads evenly)")
