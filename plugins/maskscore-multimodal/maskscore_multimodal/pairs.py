@@ -9,7 +9,10 @@ a pair whose plugin is missing fails loudly, naming it.
 Inputs may be any path. Outputs are the paths that carry a body state (depth, keypoints, pose,
 video): speech and text carry only what is said (words and voice), while a multimodal edit moves
 the face or neck of one frame (edits.TASK_TABLE), so every candidate would encode to the same
-audio or transcript and the ladder would collapse into ties. 6 inputs x 4 outputs - 4 = 20 pairs.
+audio or transcript and the ladder would collapse into ties. Speech and text are input paths
+only for mouth edits: what is said moves only the mouth and jaw, so their reference of frame B
+cannot show an edit of the eyes or brows. So 20 pairs for a mouth edit (6 inputs x 4 outputs,
+minus the 4 same-path pairs), 12 for any other part (4 x 4 - 4).
 `ctx.config["multimodal_pair"] = "pose->video"` pins a pair (for tests and ablations).
 """
 
@@ -26,6 +29,7 @@ from maskscore_core.records import EditInstance
 # pixels back into a mesh needs an image fitter, which MaskScore does not have (README.md).
 PATHS: tuple[str, ...] = ("depth", "keypoints", "pose", "speech", "text", "video")
 OUTPUT_PATHS: tuple[str, ...] = ("depth", "keypoints", "pose", "video")
+SPOKEN_PATHS: tuple[str, ...] = ("speech", "text")
 
 
 class PairError(ValueError):
@@ -54,15 +58,16 @@ def parse_pair(text: str) -> Pair:
     return pair
 
 
-def eligible_pairs() -> list[Pair]:
-    """Every (input, output) pair a row may compare, in a fixed order."""
-    return [Pair(i, o) for o in OUTPUT_PATHS for i in PATHS if i != o]
+def eligible_pairs(part: str) -> list[Pair]:
+    """Every (input, output) pair a row editing `part` may compare, in a fixed order."""
+    inputs = [m for m in PATHS if m not in SPOKEN_PATHS or part == "mouth"]
+    return [Pair(i, o) for o in OUTPUT_PATHS for i in inputs if i != o]
 
 
 def choose_pair(instance: EditInstance, ctx) -> Pair:
     pinned = ctx.config.get("multimodal_pair")
     if pinned:
         return parse_pair(pinned)
-    pairs = eligible_pairs()
+    pairs = eligible_pairs(instance.instruction.part)
     digest = hashlib.sha256(instance.key.encode("utf-8")).digest()
     return pairs[int.from_bytes(digest[:8], "big") % len(pairs)]

@@ -44,9 +44,10 @@ def test_pairs_are_deterministic_from_the_key_and_cover_the_paths(ctx):
     first = [choose_pair(_instance(k), ctx) for k in keys]
     assert first == [choose_pair(_instance(k), ctx) for k in keys]
     counts = collections.Counter(first)
-    assert set(counts) == set(eligible_pairs()) and len(counts) == len(PATHS) * len(OUTPUT_PATHS) - len(OUTPUT_PATHS)
-    # Speech and text carry only what is said: references only, never candidates.
-    assert all(p.output not in ("speech", "text") for p in eligible_pairs())
+    assert set(counts) == set(eligible_pairs("mouth")) and len(counts) == len(PATHS) * len(OUTPUT_PATHS) - len(OUTPUT_PATHS)
+    # Speech and text carry only what is said: references only, never candidates, and only of the mouth.
+    assert all(p.output not in ("speech", "text") for p in eligible_pairs("mouth"))
+    assert len(eligible_pairs("irides")) == 12 and all(p.input not in ("speech", "text") for p in eligible_pairs("irides"))
     same_words = _instance(b_transcript="turn on the lights")
     assert _pinned(ctx, "pose->video").config["multimodal_pair"] == "pose->video"
     assert choose_pair(same_words, _pinned(ctx, "pose->video")) == Pair("pose", "video")

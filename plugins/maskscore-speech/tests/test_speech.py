@@ -117,8 +117,9 @@ def test_masks_are_face_actions(ctx):
     assert "jawOpen" in plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)
     with pytest.raises(ValueError, match="antenna"):
         plugins.call("mask_part", MODALITY, modality=MODALITY, part="antenna", ctx=ctx)
-    with pytest.raises(PartError, match="no facial actions"):
-        plugins.call("mask_part", MODALITY, modality=MODALITY, part="ears", ctx=ctx)
+    for part in ("ears", "irides", "eyebrow"):
+        with pytest.raises(PartError, match="only the mouth and jaw"):
+            plugins.call("mask_part", MODALITY, modality=MODALITY, part=part, ctx=ctx)
 
 
 def test_reward_row_validates_against_the_schema(ctx, tmp_path):

@@ -70,7 +70,8 @@ def sampled_rows(length: int, count: int) -> np.ndarray:
     render-and-compare looks at."""
     if count <= 0:
         raise ValueError(f"the number of sampled frames must be positive, got {count}")
-    return np.minimum(((np.arange(count) + 0.5) / count * length).astype(int), length - 1)
+    rows = np.minimum(((np.arange(count) + 0.5) / count * length).astype(int), length - 1)
+    return np.unique(rows)  # a clip shorter than `count` frames gives each frame once
 
 
 def _mesh(state) -> np.ndarray:
@@ -138,13 +139,14 @@ def decode_target(instance: EditInstance, which: str, frames: int = DEFAULT_SAMP
 
 
 def part_actions(part: str) -> tuple[str, ...]:
-    """Text's mask of a part: the facial actions of that part that speech can drive."""
+    """Text's mask of a part: the part's facial actions that speech moves (mouth and jaw).
+    Parts speech cannot move (eyes, brows, hair, ...) raise PartError."""
     from maskscore_core import parts
+    from maskscore_core.body import get_body_model
 
     parts.check_active(part)
-    actions = tuple(parts.part_actions(part))
+    spoken = {get_body_model().action_names[i] for i in spoken_columns()}
+    actions = tuple(name for name in parts.part_actions(part) if name in spoken)
     if not actions:
-        raise parts.PartError(f"part {part!r} has no facial actions; text drives only face actions")
+        raise parts.PartError(f"text moves only the mouth and jaw; the part {part!r} has none of those actions")
     return actions
-
-
