@@ -53,3 +53,24 @@ def test_real_bench_is_byte_identical_when_built_twice(tmp_path):
         assert (tmp_path / "one" / path).read_bytes() == (tmp_path / "two" / path).read_bytes(), path
     for _, row in reader.iter_rows(tmp_path / "one"):
         assert len(row["scores"]) == 5 and all(0.0 <= s <= 1.0 for s in row["scores"])
+
+
+@pytest.mark.slow
+def test_build_command_writes_a_dataset_and_rejects_bad_options(tmp_path):
+    from click.testing import CliRunner
+
+    from maskscore_core.cli.build_command import build_command
+
+    out = tmp_path / "rl"
+    args = ["rl-train", "--out", str(out), "--rows", "2", "--modalities", "pose,mesh", "--subjects", "24",
+            "--views", "2", "--resolution", "32", "--quiet"]
+    result = CliRunner().invoke(build_command, args)
+    assert result.exit_code == 0, result.output
+    assert "2 rows in" in result.output and (out / "README.md").exists()
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["mesh", "pose"]
+    again = CliRunner().invoke(build_command, args)  # complete: every shard is resumed, nothing rebuilt
+    assert again.exit_code == 0 and "0 shards built, 2 already done" in again.output
+    bad = CliRunner().invoke(build_command, ["bench", "--out", str(tmp_path / "x"), "--source-option", "subjects"])
+    assert bad.exit_code != 0 and "expected NAME=VALUE" in bad.output
+    unknown = CliRunner().invoke(build_command, ["bench", "--out", str(tmp_path / "y"), "--modalities", "audio"])
+    assert unknown.exit_code != 0 and "unknown modality 'audio'" in str(unknown.exception)

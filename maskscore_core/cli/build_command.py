@@ -37,6 +37,8 @@ def _options(pairs: tuple[str, ...]) -> dict:
 @click.option("--subjects", type=int, default=DEFAULT_SUBJECTS, show_default=True, help="Subjects asked of the source.")
 @click.option("--source-option", "source_options", multiple=True, help="NAME=VALUE passed to the source (repeatable).")
 @click.option("--modalities", default=",".join(vocab.MODALITIES), show_default=True, help="Comma-separated modalities.")
+@click.option("--editor", default="frame-pair", show_default=True, help="Editor plugin making the candidates.")
+@click.option("--scorer", default="render-compare", show_default=True, help="Scorer plugin labelling them.")
 @click.option("--workers", type=int, default=1, show_default=True)
 @click.option("--backend", type=click.Choice(("local", "ray")), default="local", show_default=True)
 @click.option("--views", type=int, default=8, show_default=True, help="Scorer views per candidate.")
@@ -45,13 +47,13 @@ def _options(pairs: tuple[str, ...]) -> dict:
 @click.option("--bench", "bench_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="A bench built with the same seed: the leakage gate also checks no subject is shared with it.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def build_command(split, out, rows, seed, source, subjects, source_options, modalities, workers, backend, views,
+def build_command(split, out, rows, seed, source, subjects, source_options, modalities, editor, scorer, workers, backend, views,
                   resolution, shard_size, bench_dir, quiet):
     """Build a dataset as Parquet shards plus a card (README.md); resumes an interrupted build."""
     config = BuildConfig(
         split=split, out=out, rows=rows, seed=seed, source=source, subjects=subjects,
         source_options=_options(source_options), modalities=tuple(m.strip() for m in modalities.split(",") if m.strip()),
-        workers=workers, backend=backend, views=views, resolution=resolution, shard_size=shard_size,
+        editor=editor, scorer=scorer, workers=workers, backend=backend, views=views, resolution=resolution, shard_size=shard_size,
     )
     summary = run_build(config, progress=not quiet, bench_dir=bench_dir)
     click.echo(
