@@ -94,9 +94,9 @@ def write_card(root: Path, config: dict, subjects: int) -> dict:
         "",
         "Each row is one edit instance (frame A -> frame B of one subject, 'edit the {part} to match frame B')"
         " in one modality" + (", for one scoring dimension; candidates are the five-rung ladder in order"
-        " (rung 1 = frame B, best) and `scores` align with them." if split != "rl-train" else "."),
-        "Task types come from the instance maker, spread evenly within each modality; the rows are spread"
-        " evenly over the modalities (the remainder to the first in vocabulary order).",
+        " (rung 1 = frame B's part on frame A, best; 5 = wrong subject) and `scores` align with them." if split != "rl-train" else "."),
+        "Rows are spread evenly over the modalities (the remainder to the first in vocabulary order); each"
+        " edit's task type follows the part the instance maker drew for it (see docs/datasets.md).",
         "",
         f"Content hash (sha256 over every shard, asset and sidecar file): `{card['content_sha256']}`",
         "",
@@ -107,6 +107,9 @@ def write_card(root: Path, config: dict, subjects: int) -> dict:
         *_table(("task type", "rows", "share"), counts["task_type"], total),
         "",
         "Task types with no row: " + (", ".join(counts["absent_task_types"]) or "none") + ".",
+        "",
+        "## Rows per modality and task type",
+        *_table(("modality/task type", "rows", "share"), counts["modality_task_type"], total),
         "",
         "## Rows per dimension",
         *_table(("dimension", "rows", "share"), counts["dimension"], total),
