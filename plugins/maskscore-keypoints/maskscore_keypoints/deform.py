@@ -18,7 +18,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import dijkstra
 
-SIGMA_M = 0.01
+SIGMA_M = 0.004
 CUTOFF = 3.0
 FLOOR = 0.05
 
@@ -33,12 +33,13 @@ def _edge_graph(vertices: np.ndarray, faces: np.ndarray) -> sparse.csr_matrix:
 
 
 def surface_weights(vertices: np.ndarray, faces: np.ndarray, keypoint_faces: np.ndarray, keypoints: np.ndarray,
-                    sigma: float = SIGMA_M) -> sparse.csr_matrix:  # fmt: skip
+                    sigma: float | None = None) -> sparse.csr_matrix:  # fmt: skip
     """(V, K) sparse Gaussian weights of surface distance from each keypoint to each vertex.
 
     A keypoint's distance to a vertex is the straight distance to the nearest corner of its
-    triangle plus the shortest edge path from that corner.
+    triangle plus the shortest edge path from that corner. sigma defaults to SIGMA_M.
     """
+    sigma = SIGMA_M if sigma is None else float(sigma)
     corners = faces[keypoint_faces]  # (K, 3)
     corner_gap = np.linalg.norm(vertices[corners] - keypoints[:, None, :], axis=2)
     nearest = corners[np.arange(len(corners)), np.argmin(corner_gap, axis=1)]
