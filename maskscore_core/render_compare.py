@@ -17,6 +17,21 @@ Distances (each a mean over the region's pixels of all views together):
 - activation (instruction_following only, where the candidate and frame B both carry face
   activations): face bone rotation agreement distance (`speech.agreement.distance`).
 
+Head alignment: real frame pairs differ by a small head motion besides the part (edits allow up
+to ~1 degree per head-carrying bone), and for a small part (an eyebrow moves a few millimetres)
+that rigid motion would dominate every pixel of the part. So frame B is first moved rigidly
+(rotation + translation, least squares, no scale) onto frame A on the head's rigid vertices
+(`ALIGN_PARTS`: hair and ears, minus the edited part), i.e. instruction_following compares the
+candidate with frame B's part as it sits on frame A's head; every candidate rendered from
+vertices is aligned the same way for instruction_following (one extra render and LPIPS forward
+each), so frame B itself still scores 1 there. Consistency uses the candidate as it is: moving
+the head is a change of "the rest". Depth-only candidates cannot be aligned. Not done for the neck, whose bones
+carry the head: there the head's motion is the edit. Instead, for the neck, consistency
+compares each candidate with frame A whose head has been carried along rigidly to the
+candidate's head (each vertex moved by its head skinning weight), so that turning the head as
+the neck edit demands is not counted as changing "the rest"; this costs one extra render and
+LPIPS forward per candidate.
+
 Scores: each distance d maps to exp(-d / SCALES[name]) in (0, 1], 1 for d = 0, strictly
 decreasing. A dimension's score is the WEIGHTS-weighted mean of the scores of the distances it
 has (depth-only candidates have only depth_l1). overall = OVERALL_WEIGHTS-weighted mean of
@@ -25,6 +40,7 @@ instruction_following and consistency. docs/metric.md states the numbers and why
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 
@@ -52,11 +68,69 @@ DEPTH_CAP = 0.05  # metres
 WEIGHTS: dict[str, float] = {"depth_l1": 1.0, "normal_l1": 1.0, "ssim": 1.0, "lpips": 1.0, "activation": 1.0}
 OVERALL_WEIGHTS: dict[str, float] = {"instruction_following": 0.5, "consistency": 0.5}
 
+# Parts that move only rigidly with the head (no facial action moves them): B is aligned to A on them.
+ALIGN_PARTS = ("front hair", "back hair", "ears")
+NO_ALIGN_PARTS = ("neck",)
+ALIGN_EPSILON_M = 1e-7  # an alignment moving no vertex further than this is skipped (no re-render)
+HEAD_BONES = ("Head", "HeadEnd", "Jaw", "LeftEye", "RightEye")
+HEAD_ACCESSORY_PARTS = ("headwear", "eyewear", "earwear")
+
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
 
 
 class RenderCompareError(ValueError):
     """Inputs the metric cannot compare (nothing to render, wrong map sizes, invisible part)."""
+
+
+def head_alignment_ids(part: str) -> np.ndarray | None:
+    """Reference-mesh vertex ids frame B is aligned to frame A on (None: no alignment)."""
+    from . import parts
+
+    if part in NO_ALIGN_PARTS:
+        return None
+    ids = [parts.part_vertex_ids(p) for p in ALIGN_PARTS if p != part]
+    return np.unique(np.concatenate(ids))
+
+
+def head_weights() -> np.ndarray:
+    """(V,) how much each reference-mesh vertex is carried by the head: its skinning weight on
+    HEAD_BONES (1 for accessories worn on the head, 0 for the others)."""
+    from .reference_mesh import get_reference_mesh
+
+    mesh = get_reference_mesh()
+    weights, bones = mesh.body.skinning()
+    head = np.isin(bones, [mesh.body.bone_index(name) for name in HEAD_BONES])
+    out = np.zeros(mesh.vertex_count)
+    out[: mesh.anny_vertex_count] = np.clip((weights * head).sum(axis=1), 0.0, 1.0)
+    for slot in mesh.slots:
+        if slot.part in HEAD_ACCESSORY_PARTS:
+            start, stop = mesh.slot_ranges[slot.name]
+            out[start:stop] = 1.0
+    return out
+
+
+def rigid_transform(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(R, t) minimising |R source + t - target|^2 over matching points (Kabsch, no reflection)."""
+    src_centre, dst_centre = source.mean(axis=0), target.mean(axis=0)
+    u, _s, vt = np.linalg.svd((source - src_centre).T @ (target - dst_centre))
+    sign = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
+    rotation = vt.T @ np.diag([1.0, 1.0, sign]) @ u.T
+    return rotation, dst_centre - src_centre @ rotation.T
+
+
+def carry_head(vertices: np.ndarray, onto: np.ndarray, ids: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """`vertices` with its head moved rigidly onto `onto`'s head (fitted on `ids`), each vertex
+    by its head weight (0: stays, 1: moves fully), so the neck bends smoothly in between."""
+    rotation, translation = rigid_transform(vertices[ids], onto[ids])
+    moved = vertices @ rotation.T + translation
+    return vertices + weights[:, None] * (moved - vertices)
+
+
+def rigid_align(source: np.ndarray, target: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """All of `source` moved by the rotation + translation that best maps source[ids] onto
+    target[ids] in the least-squares sense (Kabsch, reflections excluded)."""
+    rotation, translation = rigid_transform(source[ids], target[ids])
+    return source @ rotation.T + translation
 
 
 def distance_score(name: str, distance: float) -> float:
@@ -84,6 +158,7 @@ class Side:
     normals: np.ndarray | None = None  # (N, H, W, 3)
     render: RenderResult | None = None
     activations: np.ndarray | None = None
+    render_vertices: np.ndarray | None = None  # the validated vertices it was rendered from
 
 
 @attrs.frozen(eq=False)
@@ -97,6 +172,9 @@ class PreparedReference:
     covered: np.ndarray  # (N, H, W) bool: pixels covered in A or B
     lpips_a: object | None  # image_metrics.LpipsFeatures of A's normals (N images)
     lpips_b: object | None
+    vertices_a: np.ndarray | None = None  # frame A's validated vertices (mesh references)
+    align_ids: np.ndarray | None = None  # head vertices B and candidates are aligned to A on
+    depth_b: np.ndarray | None = None  # frame B's depth as it is (for depth-only candidates)
 
 
 class RenderCompare:
@@ -122,8 +200,9 @@ class RenderCompare:
         if not isinstance(decoded, Decoded):
             raise RenderCompareError(f"{what}: expected a records.Decoded, got {type(decoded).__name__}")
         if decoded.vertices is not None:
-            result = self.renderer.render(decoded.vertices, what)
-            return Side(result.depth, result.coverage, result.normals, result, decoded.activations)
+            vertices = self.renderer.check(decoded.vertices, what)
+            result = self.renderer.render(vertices, what)
+            return Side(result.depth, result.coverage, result.normals, result, decoded.activations, vertices)
         if decoded.depth is not None:
             depth = np.asarray(decoded.depth, dtype=np.float32)
             size = self.view_config.resolution
@@ -147,7 +226,13 @@ class RenderCompare:
 
         parts.check_active(part)
         a = self._side(ref_a, "frame A")
-        b = self._side(ref_b, "frame B")
+        ids = head_alignment_ids(part)
+        b_as_is = self._side(ref_b, "frame B")
+        b = b_as_is
+        if ids is not None and a.render_vertices is not None and b_as_is.render_vertices is not None:
+            aligned = rigid_align(b_as_is.render_vertices, a.render_vertices, ids)
+            if np.abs(aligned - b_as_is.render_vertices).max() > ALIGN_EPSILON_M:
+                b = self._side(attrs.evolve(ref_b, vertices=aligned), "frame B")
         if a.render is None or b.render is None:
             raise RenderCompareError(
                 "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
@@ -162,45 +247,81 @@ class RenderCompare:
         n = self.view_config.count
         lpips_a, lpips_b = _split_features(features, [n, n])
         return PreparedReference(
-            part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b
-        )
+            part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b,
+            vertices_a=a.render_vertices, align_ids=ids, depth_b=b_as_is.depth,
+        )  # fmt: skip
 
     # -- candidates ---------------------------------------------------------------------------
     def score(self, prepared: PreparedReference, candidates: list[Decoded]) -> list[CandidateScore]:
-        """Scores of G candidates; rendered candidates share one LPIPS forward."""
+        """Scores of G candidates; all their images share one LPIPS forward."""
         if not candidates:
             return []
         sides = [self._side(c, f"candidate {i}") for i, c in enumerate(candidates)]
         rendered = [i for i, s in enumerate(sides) if s.normals is not None]
+        # instruction_following looks at each candidate in frame A's head frame (like frame B);
+        # consistency looks at it as it is, against frame A (or, for the neck, against frame A
+        # with its head carried along to the candidate's head).
+        follow: dict[int, Side] = {}
+        own_a: dict[int, Side] = {}
+        for i in rendered:
+            vertices = sides[i].render_vertices
+            if prepared.align_ids is not None:
+                aligned = rigid_align(vertices, prepared.vertices_a, prepared.align_ids)
+                if np.abs(aligned - vertices).max() > ALIGN_EPSILON_M:
+                    follow[i] = self._side(Decoded(vertices=aligned, activations=sides[i].activations), f"candidate {i}")
+            elif prepared.part in NO_ALIGN_PARTS:
+                ids, weights = _neck_follow_geometry()
+                carried = carry_head(prepared.vertices_a, vertices, ids, weights)
+                own_a[i] = self._side(Decoded(vertices=carried), "frame A following the candidate's head")
         lpips_maps: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         if rendered:
             lp = self.lpips
-            feats = lp.features(_lpips_images([sides[i].normals for i in rendered]))
-            to_b = lp.distance_map(feats, prepared.lpips_b)
-            to_a = lp.distance_map(feats, prepared.lpips_a)
             n = self.view_config.count
+            extra_if = [i for i in rendered if i in follow]
+            extra_a = [i for i in rendered if i in own_a]
+            images = [sides[i].normals for i in rendered] + [follow[i].normals for i in extra_if]
+            images += [own_a[i].normals for i in extra_a]
+            feats = lp.features(_lpips_images(images))
+            count = len(rendered)
+            cand_feats, if_feats, a_feats = _split_features(
+                feats, [count * n, len(extra_if) * n, len(extra_a) * n]
+            )
+            to_a = lp.distance_map(cand_feats, prepared.lpips_a) if not extra_a else lp.distance_map(cand_feats, a_feats)
+            to_b = lp.distance_map(cand_feats, prepared.lpips_b)
+            to_b_aligned = lp.distance_map(if_feats, prepared.lpips_b) if extra_if else None
             for k, i in enumerate(rendered):
-                lpips_maps[i] = (to_b[k * n : (k + 1) * n], to_a[k * n : (k + 1) * n])
-        return [self._score_one(prepared, side, lpips_maps.get(i)) for i, side in enumerate(sides)]
+                if i in follow:
+                    j = extra_if.index(i)
+                    if_map = to_b_aligned[j * n : (j + 1) * n]
+                else:
+                    if_map = to_b[k * n : (k + 1) * n]
+                lpips_maps[i] = (if_map, to_a[k * n : (k + 1) * n])
+        return [
+            self._score_one(prepared, follow.get(i, side), side, lpips_maps.get(i), own_a.get(i, prepared.a))
+            for i, side in enumerate(sides)
+        ]
 
-    def _score_one(self, prepared: PreparedReference, cand: Side, lpips_maps) -> CandidateScore:
+    def _score_one(self, prepared: PreparedReference, cand_if: Side, cand: Side, lpips_maps, ref_a: Side) -> CandidateScore:
         from .image_metrics import masked_ssim
 
         inside = prepared.inside
-        outside = (prepared.covered | cand.coverage) & ~inside
+        outside = (prepared.b.coverage | ref_a.coverage | cand.coverage) & ~inside
         distances: dict[str, dict[str, float]] = {"instruction_following": {}, "consistency": {}}
-        for dimension, ref, region, lpips_map in (
-            ("instruction_following", prepared.b, inside, None if lpips_maps is None else lpips_maps[0]),
-            ("consistency", prepared.a, outside, None if lpips_maps is None else lpips_maps[1]),
+        for dimension, side, ref, region, lpips_map in (
+            ("instruction_following", cand_if, prepared.b, inside, None if lpips_maps is None else lpips_maps[0]),
+            ("consistency", cand, ref_a, outside, None if lpips_maps is None else lpips_maps[1]),
         ):
             if not region.any():
                 raise RenderCompareError(f"{dimension}: its region holds no pixel in any view")
             found = distances[dimension]
-            found["depth_l1"] = _masked_mean(np.minimum(np.abs(cand.depth[region] - ref.depth[region]), DEPTH_CAP), None)
-            if cand.normals is not None:
-                found["normal_l1"] = _masked_mean(np.abs(cand.normals[region] - ref.normals[region]).mean(axis=-1), None)
+            ref_depth = ref.depth
+            if dimension == "instruction_following" and side.render is None and prepared.depth_b is not None:
+                ref_depth = prepared.depth_b  # depth maps cannot be aligned: compare with B as it is
+            found["depth_l1"] = _masked_mean(np.minimum(np.abs(side.depth[region] - ref_depth[region]), DEPTH_CAP), None)
+            if side.normals is not None:
+                found["normal_l1"] = _masked_mean(np.abs(side.normals[region] - ref.normals[region]).mean(axis=-1), None)
                 # masked_ssim filters only the region's bounding box (plus the window's reach).
-                found["ssim"] = max(0.0, 1.0 - masked_ssim(cand.normals, ref.normals, region))
+                found["ssim"] = max(0.0, 1.0 - masked_ssim(side.normals, ref.normals, region))
                 found["lpips"] = max(0.0, float(lpips_map[torch.from_numpy(region)].to(torch.float64).mean()))
         if cand.activations is not None and prepared.b.activations is not None:
             from .speech import agreement
@@ -221,6 +342,12 @@ class RenderCompare:
             overall=float(overall),
             distances=dict(sorted(flat.items())),
         )
+
+
+@functools.cache
+def _neck_follow_geometry() -> tuple[np.ndarray, np.ndarray]:
+    """Vertex ids the head's motion is fitted on (hair and ears) and the head weights."""
+    return head_alignment_ids("face"), head_weights()
 
 
 def _masked_mean(values: np.ndarray, mask: np.ndarray | None) -> float:
