@@ -71,9 +71,11 @@ def _weights(vertices: np.ndarray, points: np.ndarray):
     edit shares frame A."""
     key = hashlib.sha256(np.ascontiguousarray(vertices).tobytes()).hexdigest()
     if key not in _WEIGHT_CACHE:
-        body = ~get_keypoint_set().pinned
-        faces = get_keypoint_set().faces[body]
-        _WEIGHT_CACHE[key] = deform.surface_weights(vertices, get_reference_mesh().faces, faces, points[body])
+        keypoints = get_keypoint_set()
+        body = ~keypoints.pinned
+        _WEIGHT_CACHE[key] = deform.surface_weights(
+            vertices, get_reference_mesh().faces, keypoints.faces[body], points[body], keypoints.sigma[body]
+        )
         while len(_WEIGHT_CACHE) > _WEIGHT_CACHE_SIZE:
             _WEIGHT_CACHE.popitem(last=False)
     return _WEIGHT_CACHE[key]
