@@ -2,9 +2,12 @@
 
 One row = one edit scored the way the dataset builder scores it: frames A and B prepared
 (rendered, LPIPS features), then 5 ladder candidates scored on all three dimensions.
-The floor is the same renders (7 per row) and the same LPIPS forwards (A and B's views, then the
-5 candidates' views in one batch) timed alone, without any comparison. full / floor says how
-much the comparisons (L1, SSIM, LPIPS distance maps, masks) add on top.
+The floor is the same renders and the same LPIPS forwards timed alone, without any comparison:
+frames A and B (B once more after its head alignment), each candidate once as it is and once
+aligned to frame A's head (the instruction_following view), i.e. 2 + 1 + 2 x 5 = 13 renders and
+as many 8-view LPIPS forwards per row. full / floor says how much the comparisons (L1, SSIM,
+LPIPS distance maps, masks, alignment fits) add on top. Wall time and process CPU time are both
+reported: on a shared machine the CPU time is the steadier figure.
 
     .venv/bin/python benchmarks/bench_metric.py --out out/bench/bench_metric.json
 
@@ -15,6 +18,7 @@ memory < 4 GB.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
 import time
@@ -76,29 +80,34 @@ def main(out_path, rows, views, resolution, part):
         return compare.score(compare.prepare(ref_a, ref_b, part), decoded)
 
     def floor_row():
-        renders = [compare.renderer.render(v) for v in (frame_a, frame_b, *candidates)]
+        # the same meshes the full row renders: B twice (as is, aligned), candidates twice
+        meshes = [frame_a, frame_b, frame_b, *candidates, *candidates]
+        renders = [compare.renderer.render(v) for v in meshes]
         refs = normals_to_images(np.concatenate([r.normals for r in renders[:2]]))
-        cands = normals_to_images(np.concatenate([r.normals for r in renders[2:]]))
+        cands = normals_to_images(np.concatenate([r.normals for r in renders[3:]]))
         compare.lpips.features(refs)
         compare.lpips.features(cands)
 
     # Interleave full and floor rows so that load from other processes hits both alike.
-    full_times, floor_times = [], []
+    full_times, floor_times, full_cpu, floor_cpu = [], [], [], []
     for _ in range(rows):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         floor_row()
         floor_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
+        floor_cpu.append(time.process_time() - cpu)
+        start, cpu = time.perf_counter(), time.process_time()
         scores = full_row()
         full_times.append(time.perf_counter() - start)
+        full_cpu.append(time.process_time() - cpu)
     full_s, floor_s = float(np.median(full_times)), float(np.median(floor_times))
+    full_cpu_s, floor_cpu_s = float(np.median(full_cpu)), float(np.median(floor_cpu))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
     figures = {
         "config": {"views": views, "resolution": resolution, "part": part, "rows": rows,
                    "candidates_per_row": len(decoded), "variant": compare.renderer.variant,
                    "torch_threads": torch.get_num_threads(), "machine": platform.machine(),
-                   "cpus": __import__("os").cpu_count()},
+                   "cpus": os.cpu_count()},
         "setup_s": round(setup_s, 3),
         "row_s_median": round(full_s, 4),
         "floor_row_s_median": round(floor_s, 4),
@@ -106,6 +115,10 @@ def main(out_path, rows, views, resolution, part):
         "candidates_per_s": round(len(decoded) / full_s, 3),
         "floor_rows_per_s": round(1.0 / floor_s, 3),
         "full_over_floor": round(full_s / floor_s, 3),
+        "row_cpu_s_median": round(full_cpu_s, 4),
+        "floor_row_cpu_s_median": round(floor_cpu_s, 4),
+        "full_over_floor_cpu": round(full_cpu_s / floor_cpu_s, 3),
+        "load_average_1min": round(os.getloadavg()[0], 2),
         "peak_rss_mb": round(peak_mb, 1),
         "targets": {"rows_per_s": 1.0, "full_over_floor": 1.25, "peak_rss_mb": 4096},
         "overall_scores": [round(s.overall, 4) for s in scores],
@@ -115,6 +128,10 @@ def main(out_path, rows, views, resolution, part):
         ("candidates/s", figures["candidates_per_s"], ""),
         ("floor rows/s", figures["floor_rows_per_s"], ""),
         ("full / floor", figures["full_over_floor"], "<= 1.25"),
+        ("row CPU s", figures["row_cpu_s_median"], ""),
+        ("floor CPU s", figures["floor_row_cpu_s_median"], ""),
+        ("full/floor CPU", figures["full_over_floor_cpu"], ""),
+        ("load avg 1 min", figures["load_average_1min"], ""),
         ("peak RSS (MB)", figures["peak_rss_mb"], "< 4096"),
     ]
     print(f"render-compare, {views} views x {resolution} px, {len(decoded)} candidates/row, {rows} rows")
