@@ -21,8 +21,9 @@ Otherwise a rigid head motion or a hat put on would dominate every render of the
 frame B's part applied to A would not look like B. (Video pairs two clips: only the accessories rule applies; speech and text pair
 two clips whose words differ, and no rule on the rest applies.)
 
-Single-frame modalities (mesh, depth, keypoints, pose, multimodal) pair two frames of one subject
-(from one trial or two). Sequence modalities (video, speech, text) pair two clips (trials) of one
+Among the frame pairs that qualify, the stronger half (part change at least their median) is
+drawn from, so the edit is clearly visible. Single-frame modalities (mesh, depth, keypoints,
+pose, multimodal) pair two frames of one subject (from one trial or two). Sequence modalities (video, speech, text) pair two clips (trials) of one
 subject; their Targets hold every frame. The wrong-subject target (`other`) is the same frame
 index (the whole clip, for sequences) of another subject's trial.
 
@@ -244,10 +245,12 @@ def _pick_other(subject_id: str, frame_index: int | None, grouped, rng) -> tuple
 
 
 def _static_pairs(part: str, trials: list[Trial]) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """Every (trial, frame) of one subject, and the index pairs where the part differs."""
+    """Every (trial, frame) of one subject, and the index pairs where the part differs (the
+    stronger half of them: part change at least the median of the qualifying pairs)."""
     index = [(t, f) for t, trial in enumerate(trials) for f in range(len(trial.frames))]
     states = [trials[t].frames[f].state for t, f in index]
-    ok = _pairwise_change(part, states) >= 1.0
+    strength = _pairwise_change(part, states)
+    ok = strength >= 1.0
     if part != "neck":
         ok &= _pairwise_head_turn(states) <= REST_POSE_MAX_RAD
     if part not in vocab.ACCESSORY_PARTS:
@@ -255,6 +258,8 @@ def _static_pairs(part: str, trials: list[Trial]) -> tuple[list[tuple[int, int]]
         ok &= np.array([[wa == wb for wb in worn] for wa in worn])
     ok &= _pairwise_rest_calmer(part, states)
     np.fill_diagonal(ok, False)
+    if ok.any():
+        ok &= strength >= np.median(strength[ok])
     return index, np.argwhere(ok)
 
 
