@@ -287,14 +287,17 @@ class RenderCompare:
                 feats, [count * n, len(extra_if) * n, len(extra_a) * n]
             )
             to_a = lp.distance_map(cand_feats, prepared.lpips_a) if not extra_a else lp.distance_map(cand_feats, a_feats)
-            to_b = lp.distance_map(cand_feats, prepared.lpips_b)
+            # instruction_following: the aligned images where there are, the candidates' own else
+            as_is = [k for k, i in enumerate(rendered) if i not in follow]
+            to_b_as_is = lp.distance_map(_pick_views(cand_feats, as_is, n), prepared.lpips_b) if as_is else None
             to_b_aligned = lp.distance_map(if_feats, prepared.lpips_b) if extra_if else None
             for k, i in enumerate(rendered):
                 if i in follow:
                     j = extra_if.index(i)
                     if_map = to_b_aligned[j * n : (j + 1) * n]
                 else:
-                    if_map = to_b[k * n : (k + 1) * n]
+                    j = as_is.index(k)
+                    if_map = to_b_as_is[j * n : (j + 1) * n]
                 lpips_maps[i] = (if_map, to_a[k * n : (k + 1) * n])
         return [
             self._score_one(prepared, follow.get(i, side), side, lpips_maps.get(i), own_a.get(i, prepared.a))
@@ -361,6 +364,16 @@ def _lpips_images(normal_sets: list[np.ndarray]) -> torch.Tensor:
     from .image_metrics import normals_to_images
 
     return normals_to_images(np.concatenate(normal_sets, axis=0))
+
+
+def _pick_views(features, candidates: list[int], views: int):
+    """The LPIPS features of the listed candidates' views (candidate-major batches)."""
+    from .image_metrics import LpipsFeatures
+
+    if len(candidates) * views == features.batch:
+        return features
+    rows = torch.cat([torch.arange(k * views, (k + 1) * views) for k in candidates])
+    return LpipsFeatures(layers=tuple(layer[rows] for layer in features.layers), image_size=features.image_size)
 
 
 def _split_features(features, sizes: list[int]):
