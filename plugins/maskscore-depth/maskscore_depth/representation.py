@@ -96,7 +96,7 @@ def read(path: Path, ctx) -> np.ndarray:
     try:
         with OpenEXR.File(str(path)) as exr:
             channels = {name: np.array(channel.pixels) for name, channel in exr.channels().items()}
-    except Exception as err:  # noqa: BLE001 - any parser failure means a corrupt file
+    except Exception as err:
         raise DepthError(f"depth file {str(path)!r} cannot be read as OpenEXR: {type(err).__name__}: {err}") from err
     names = sorted(channels)
     expected = [f"view{i:03d}" for i in range(len(names))]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -105,8 +107,6 @@ def test_bad_depth_maps_are_named(ctx, depth, message):
 
 
 def test_reward_row_has_seed_000_columns_and_validates(ctx, tmp_path):
-    from maskscore_core import schemas
-
     instance = _instance()
     assets = [plugins.call("encode", MODALITY, modality=MODALITY, target=t, ctx=ctx) for t in (instance.a, instance.b)]
     values = [
@@ -143,4 +143,4 @@ def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_instances):
         scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
         overall = [s.overall for s in scores]
         part = instance.instruction.part
-        assert all(a > b for a, b in zip(overall, overall[1:])), f"{instance.key} ({part}): {overall}"
+        assert all(a > b for a, b in itertools.pairwise(overall)), f"{instance.key} ({part}): {overall}"

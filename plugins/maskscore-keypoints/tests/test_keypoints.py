@@ -3,6 +3,7 @@ bad input, the ladder."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -194,4 +195,4 @@ def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_instances):
         scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
         overall = [s.overall for s in scores]
         part = instance.instruction.part
-        assert all(a > b for a, b in zip(overall, overall[1:])), f"{instance.key} ({part}): {overall}"
+        assert all(a > b for a, b in itertools.pairwise(overall)), f"{instance.key} ({part}): {overall}"

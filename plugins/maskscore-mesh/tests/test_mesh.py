@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -164,4 +166,4 @@ def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_instances):
         scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
         overall = [s.overall for s in scores]
         part = instance.instruction.part
-        assert all(a > b for a, b in zip(overall, overall[1:])), f"{instance.key} ({part}): {overall}"
+        assert all(a > b for a, b in itertools.pairwise(overall)), f"{instance.key} ({part}): {overall}"
