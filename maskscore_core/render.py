@@ -60,15 +60,14 @@ class RenderResult:
 
 
 def _llvm_major(path: str) -> int | None:
-    name = os.path.basename(path)
-    digits = name.split(".so.", 1)[1] if ".so." in name else ""
-    major = digits.split(".", 1)[0]
-    if major.isdigit():
-        return int(major)
-    stem = name.split(".so", 1)[0]  # libLLVM-19.so
-    if "-" in stem and stem.rsplit("-", 1)[1].split(".")[0].isdigit():
-        return int(stem.rsplit("-", 1)[1].split(".")[0])
-    return None
+    """LLVM's major version from a library name: libLLVM-17.so(.1) -> 17, libLLVM.so.19.1 -> 19."""
+    stem, _, suffix = os.path.basename(path).partition(".so")
+    if "-" in stem:
+        tail = stem.rsplit("-", 1)[1].split(".")[0]
+        if tail.isdigit():
+            return int(tail)
+    major = suffix.lstrip(".").split(".")[0]
+    return int(major) if major.isdigit() else None
 
 
 def find_llvm() -> str | None:

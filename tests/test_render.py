@@ -145,3 +145,13 @@ def test_bad_vertices_are_refused_with_the_reason(meshes):
         renderer.render(meshes["neutral"][:-5])
     with pytest.raises(ValueError, match="shape"):
         renderer.render(meshes["neutral"][:, :2])
+
+
+@pytest.mark.parametrize(
+    "name, major",
+    [("libLLVM.so.19.1", 19), ("libLLVM-17.so", 17), ("libLLVM-15.so.1", 15), ("libLLVM.so", None), ("libLLVM.so.x", None)],
+)
+def test_llvm_versions_are_read_from_library_names(name, major):
+    from maskscore_core.render import _llvm_major
+
+    assert _llvm_major(f"/usr/lib/x86_64-linux-gnu/{name}") == major
