@@ -13,7 +13,7 @@ from maskscore_core.records import Asset, BodyState, EditInstance, EditInstructi
 from maskscore_core.reference_mesh import get_reference_mesh
 
 MODALITY = "video"
-LADDER_INSTANCES = 1
+LADDER_INSTANCES = 2
 
 
 def _state(jaw: float) -> BodyState:
@@ -198,11 +198,9 @@ def built_in_trials(tmp_path_factory):
 
 
 def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_trials):
-    """Mouth edits of clips: the ladder exactly (rung 1 > 2 > 3 > 4 > 5 on overall)."""
+    """rung 1 > 2 > 3 > 4 > 5 on overall for the first instances (a neck and a mouth edit)."""
     from maskscore_core.edits import make_instances
 
-    instances = [i for i in make_instances(built_in_trials, MODALITY, np.random.default_rng(0), 8) if i.instruction.part == "mouth"]
-    assert instances
-    for instance in instances[:LADDER_INSTANCES]:
+    for instance in make_instances(built_in_trials, MODALITY, np.random.default_rng(0), LADDER_INSTANCES):
         overall = _ladder_scores(instance, ctx)
         assert all(better > worse for better, worse in zip(overall, overall[1:])), (instance.key, overall)
