@@ -1,7 +1,7 @@
 """The common reference frame: the ANNY body model on the SOMA rig and SOMA topology.
 
 Fixed choice (documented in docs/architecture.md): `anny.Anny(rig="soma", topology="soma",
-facial_actions="all")`, 78 bones, 18,056 vertices, 36,108 triangles, Z up, metres. Forward
+facial_actions="all")`, 78 bones, 18,056 vertices, 36,108 triangles, Y up, metres, face towards +Z. Forward
 kinematics and skinning are anny's own; this module only converts SOMA axis-angle poses into
 the 4x4 local transforms anny expects and batches the calls.
 """

@@ -15,6 +15,7 @@ import numpy as np
 
 from .body import BodyModel, get_body_model
 from .records import BodyState
+from .vocab import ACCESSORY_PARTS
 
 
 class ReferenceMesh:
@@ -53,6 +54,8 @@ class ReferenceMesh:
         from .parts import part_vertex_ids
 
         for part, scale in sorted(part_scale.items()):
+            if part in ACCESSORY_PARTS:
+                continue  # accessory slots apply their own scale when they are placed
             ids = part_vertex_ids(part)
             centre = vertices[ids].mean(axis=0)
             vertices[ids] = centre + (vertices[ids] - centre) * float(scale)

@@ -145,3 +145,18 @@ def test_fallback_attempts_align_a_clip_the_first_attempt_misses(tmp_path):
     phones = align(wav, OTHER)
     assert [p.word for i, p in enumerate(phones) if i == 0 or phones[i - 1].word != p.word] == OTHER.split()
     assert 0.0 <= phones[0].start_s and phones[-1].end_s <= duration_s(wav)
+
+
+def test_alignment_does_not_depend_on_what_was_aligned_before(tmp_path):
+    """Trials must not depend on the order they are made in: aligning clips forwards and
+    backwards (with a fresh decoder in between) gives the same phones for each clip."""
+    from maskscore_core import speech
+    from maskscore_core.speech import alignment
+
+    commands = speech.load_commands()[:4]
+    voices = speech.voices()
+    clips = [(speech.synthesize(c, voices[i % len(voices)], tmp_path / f"{i}.wav"), c) for i, c in enumerate(commands)]
+    forwards = [speech.align(wav, text) for wav, text in clips]
+    alignment._decoder.cache_clear()
+    backwards = [speech.align(wav, text) for wav, text in reversed(clips)][::-1]
+    assert forwards == backwards

@@ -56,7 +56,8 @@ def _decoder(bestpath: bool = True):
         loglevel="FATAL",
         bestpath=bestpath,
     )
-    return pocketsphinx.Decoder(config)
+    decoder = pocketsphinx.Decoder(config)
+    return decoder, decoder.get_cmn()
 
 
 def _is_filler(word: str) -> bool:
@@ -82,7 +83,10 @@ def _align_words(audio: bytes, words: list[str], bestpath: bool = True) -> list[
 
     Raises RuntimeError (from pocketsphinx) or AlignmentError when the words do not come back.
     """
-    decoder = _decoder(bestpath)
+    decoder, initial_cmn = _decoder(bestpath)
+    # pocketsphinx adapts its cepstral mean from utterance to utterance; restoring the initial
+    # mean makes every alignment independent of what this process aligned before.
+    decoder.set_cmn(initial_cmn)
     decoder.set_align_text(" ".join(words))
     _decode(decoder, audio)
     decoder.set_alignment()
