@@ -305,8 +305,6 @@ class RenderCompare:
         ]
 
     def _score_one(self, prepared: PreparedReference, cand_if: Side, cand: Side, lpips_maps, ref_a: Side) -> CandidateScore:
-        from .image_metrics import masked_ssim
-
         inside = prepared.inside
         outside = (prepared.b.coverage | ref_a.coverage | cand.coverage) & ~inside
         distances: dict[str, dict[str, float]] = {"instruction_following": {}, "consistency": {}}
@@ -323,8 +321,7 @@ class RenderCompare:
             found["depth_l1"] = _masked_mean(np.minimum(np.abs(side.depth[region] - ref_depth[region]), DEPTH_CAP), None)
             if side.normals is not None:
                 found["normal_l1"] = _masked_mean(np.abs(side.normals[region] - ref.normals[region]).mean(axis=-1), None)
-                # masked_ssim filters only the region's bounding box (plus the window's reach).
-                found["ssim"] = max(0.0, 1.0 - masked_ssim(side.normals, ref.normals, region))
+                found["ssim"] = max(0.0, 1.0 - _masked_ssim_by_view(side.normals, ref.normals, region))
                 found["lpips"] = max(0.0, float(lpips_map[torch.from_numpy(region)].to(torch.float64).mean()))
         if cand.activations is not None and prepared.b.activations is not None:
             from .speech import agreement
@@ -345,6 +342,22 @@ class RenderCompare:
             overall=float(overall),
             distances=dict(sorted(flat.items())),
         )
+
+
+def _masked_ssim_by_view(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> float:
+    """`image_metrics.masked_ssim` over all views' masked pixels, computed view by view.
+
+    The same number (SSIM windows never cross views), but each call filters only that view's
+    bounding box of the mask instead of the box spanning every view, which is 5-40x cheaper.
+    """
+    from .image_metrics import masked_ssim
+
+    total, count = 0.0, 0
+    for view in np.flatnonzero(mask.any(axis=(1, 2))):
+        pixels = int(mask[view].sum())
+        total += masked_ssim(a[view : view + 1], b[view : view + 1], mask[view : view + 1]) * pixels
+        count += pixels
+    return total / count
 
 
 @functools.cache
