@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from maskscore_core import plugins, schemas
-from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.records import BodyState, EditInstance, EditInstruction, Subject, Target
 from maskscore_multimodal.pairs import OUTPUT_PATHS, PATHS, Pair, choose_pair, eligible_pairs
 
 MODALITY = "multimodal"

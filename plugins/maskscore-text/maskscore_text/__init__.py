@@ -6,7 +6,7 @@ from pathlib import Path
 from maskscore_core import hookimpl
 from maskscore_core.records import Asset, PluginInfo
 
-from .representation import DEFAULT_SAMPLED_FRAMES, MODALITY, TextError, check_text, decode_target, decode_text, part_actions
+from .representation import DEFAULT_SAMPLED_FRAMES, MODALITY, check_text, decode_target, decode_text, part_actions
 from .table import SUFFIX, relative_to_root, text_row, write_transcript
 
 

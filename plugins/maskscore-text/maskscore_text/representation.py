@@ -127,7 +127,13 @@ def video_activations(target: Target) -> np.ndarray:
 
 
 def decode_text(text: str, instance: EditInstance, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:
-    return decode_activations(instance, text_activations(text, instance.a.fps), frames)
+    """Text carries no timing: its phones, in order with their default relative durations, are
+    spread over frame B's clip (the clip the instruction's phrase is spoken in), so the
+    comparison is about the sequence of mouth shapes, not a speaking rate text cannot know."""
+    from maskscore_core.speech.agreement import time_normalise
+
+    paced = time_normalise(text_activations(text, instance.a.fps), len(instance.b.states))
+    return decode_activations(instance, paced, frames)
 
 
 def decode_target(instance: EditInstance, which: str, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:
