@@ -74,11 +74,14 @@ _STATIC_TASKS = {
     "neck": "region_extract",
 }
 _MOTION_PARTS = ("mouth", "face", "eyebrow", "irides", "neck")
+# A modality only gets parts its representation can show: ANNY's eyes are sockets, so a gaze
+# (irides) edit leaves the depth map unchanged; no SOMA bone carries the brows, so a pose
+# cannot express an eyebrow edit.
 TASK_TABLE: dict[str, dict[str, str]] = {
     "mesh": dict(_STATIC_TASKS),
-    "depth": dict(_STATIC_TASKS),
+    "depth": {part: task for part, task in _STATIC_TASKS.items() if part != "irides"},
     "keypoints": dict(_STATIC_TASKS),
-    "pose": {part: "pose_change" for part in _MOTION_PARTS},
+    "pose": {part: "pose_change" for part in _MOTION_PARTS if part != "eyebrow"},
     "multimodal": {part: "cross_modal_compose" for part in _MOTION_PARTS},
     "video": {part: "temporal_edit" for part in _MOTION_PARTS},
     "speech": {"mouth": "speech_edit"},
