@@ -13,16 +13,20 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "out" / "bench"
-BENCHMARKS = ("bench_metric.py", "bench_build.py")
+# script -> the flag it writes its JSON figures with, and its arguments for this run.
+BENCHMARKS = {
+    "bench_metric.py": ("--out", []),
+    "bench_build.py": ("--json", ["--rows", "24"]),
+}
 
 
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     summary = {}
-    for script in BENCHMARKS:
+    for script, (out_flag, arguments) in BENCHMARKS.items():
         target = OUT / script.replace(".py", ".json")
         print(f"== {script}", flush=True)
-        subprocess.run([sys.executable, str(HERE / script), "--out", str(target)], check=True)
+        subprocess.run([sys.executable, str(HERE / script), *arguments, out_flag, str(target)], check=True)
         summary[script] = json.loads(target.read_text())
     (OUT / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     print(f"figures written to {OUT / 'summary.json'}")
