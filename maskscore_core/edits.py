@@ -75,12 +75,16 @@ _STATIC_TASKS = {
 }
 _MOTION_PARTS = ("mouth", "face", "eyebrow", "irides", "neck")
 # A modality only gets parts its representation can show: ANNY's eyes are sockets, so a gaze
-# (irides) edit leaves the depth map unchanged; no SOMA bone carries the brows, so a pose
-# cannot express an eyebrow edit.
+# (irides) edit leaves the depth map unchanged and moves surface keypoints on the socket by a
+# fraction of a millimetre; no SOMA bone carries the brows, so a pose cannot express an eyebrow
+# edit; keypoints are landmarks on the body's surface, and an accessory added, removed or resized
+# is carried by them only roughly (its in-between rungs came out unordered), so keypoints get
+# body parts only.
+_WITHOUT_GAZE = {part: task for part, task in _STATIC_TASKS.items() if part != "irides"}
 TASK_TABLE: dict[str, dict[str, str]] = {
     "mesh": dict(_STATIC_TASKS),
-    "depth": {part: task for part, task in _STATIC_TASKS.items() if part != "irides"},
-    "keypoints": dict(_STATIC_TASKS),
+    "depth": dict(_WITHOUT_GAZE),
+    "keypoints": {part: task for part, task in _WITHOUT_GAZE.items() if part not in vocab.ACCESSORY_PARTS},
     "pose": {part: "pose_change" for part in _MOTION_PARTS if part != "eyebrow"},
     "multimodal": {part: "cross_modal_compose" for part in _MOTION_PARTS},
     "video": {part: "temporal_edit" for part in _MOTION_PARTS},

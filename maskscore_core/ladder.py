@@ -155,12 +155,10 @@ def _resample(states: tuple[BodyState, ...], length: int) -> list[BodyState]:
     return [states[r] for r in rows]
 
 
-def build_ladder(instance: EditInstance) -> list[Target]:
-    """The five rung Targets of `instance`, best first (rung 1 .. rung 5)."""
+def _rung_maker(instance: EditInstance):
+    """(part, rung(number, label, edit_part, t, transcript) -> Target, the four phrases)."""
     part = _check_part(instance.instruction.part)
     modality = instance.instruction.modality
-    if instance.other is None:
-        raise LadderError(f"instance {instance.key!r} has no other subject; the wrong-subject rung needs one")
     a, b = instance.a, instance.b
     sequence = modality in SEQUENCE_MODALITIES and (len(a.states) > 1 or len(b.states) > 1)
     phrase_ladder = sequence and part == "mouth"
@@ -169,7 +167,6 @@ def build_ladder(instance: EditInstance) -> list[Target]:
         states_a, states_b = _resample(a.states, length), _resample(b.states, length)
     else:
         states_a, states_b = [a.state], [b.state]
-    wrong = wrong_part(part, modality, a.state, b.state)
 
     def rung(number: int, label: str, edit_part: str, t: float, transcript: str) -> Target:
         states = [apply_part(sa, sb, edit_part, t) for sa, sb in zip(states_a, states_b)]
@@ -185,6 +182,25 @@ def build_ladder(instance: EditInstance) -> list[Target]:
         ]
     else:
         phrases = [a.transcript] * 4
+    return part, rung, phrases
+
+
+def ideal_edit(instance: EditInstance) -> Target:
+    """Frame B's part carried onto frame A: exactly what the instruction asks for (rung 1).
+
+    The render-compare scorer measures instruction_following against it, so that whatever else
+    differs between frames A and B (a blink, a slight head motion) is not asked of a candidate.
+    """
+    part, rung, phrases = _rung_maker(instance)
+    return rung(1, "frame B's part on frame A", part, 1.0, phrases[0])
+
+
+def build_ladder(instance: EditInstance) -> list[Target]:
+    """The five rung Targets of `instance`, best first (rung 1 .. rung 5)."""
+    if instance.other is None:
+        raise LadderError(f"instance {instance.key!r} has no other subject; the wrong-subject rung needs one")
+    part, rung, phrases = _rung_maker(instance)
+    wrong = wrong_part(part, instance.instruction.modality, instance.a.state, instance.b.state)
     return [
         rung(1, "rung 1: frame B's part", part, 1.0, phrases[0]),
         rung(2, "rung 2: interpolation", part, INTERPOLATION_T, phrases[1]),

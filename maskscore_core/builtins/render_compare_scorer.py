@@ -19,9 +19,11 @@ Two modality shapes need help here:
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from maskscore_core import hookimpl
+from maskscore_core.ladder import ideal_edit
 from maskscore_core.records import CandidateScore, Decoded, PluginInfo
 
 NAME = "render-compare"
@@ -131,10 +133,13 @@ def score(scorer, instance, candidates, ctx):
         raise RenderCompareScorerError(f"one edit's candidates share one modality; got {modalities}")
     modality = modalities[0]
     part = instance.instruction.part
+    # instruction_following is measured against frame B's part carried onto frame A (the ideal
+    # edit), consistency against frame A itself.
+    ideal = attrs.evolve(instance, b=ideal_edit(instance))
     refs = {}
-    for which, target in (("a", instance.a), ("b", instance.b)):
-        decoded = plugins.call("decode_reference", modality, modality=modality, instance=instance, which=which, ctx=ctx)
-        refs[which] = _with_vertices(decoded, target)
+    for which, reference in (("a", instance), ("b", ideal)):
+        decoded = plugins.call("decode_reference", modality, modality=modality, instance=reference, which=which, ctx=ctx)
+        refs[which] = _with_vertices(decoded, getattr(reference, which))
     decoded = [
         plugins.call("decode_to_mesh", modality, asset=c.asset, instance=instance, ctx=ctx) for c in candidates
     ]
