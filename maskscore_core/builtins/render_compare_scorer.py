@@ -39,10 +39,9 @@ def plugin_info():
 
 
 def view_config_of(ctx):
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.reward_tables import view_config
 
-    config = ctx.config if ctx is not None else {}
-    return ViewConfig(count=int(config.get("views", 8)), resolution=int(config.get("resolution", 256)))
+    return view_config(ctx)
 
 
 def render_compare_of(ctx):

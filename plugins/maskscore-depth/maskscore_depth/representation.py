@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from maskscore_core.reward_tables import view_config
 from maskscore_core.records import Asset, Decoded, Target
 from maskscore_core.reference_mesh import get_reference_mesh
 
@@ -25,13 +26,6 @@ VIEW_ATTRIBUTE = "maskscore_views"
 
 class DepthError(ValueError):
     """Depth maps that do not fit the run's views, hold NaN/negative values, or a bad file."""
-
-
-def view_config(ctx):
-    """The run's views: `ctx.config["views"]` cameras of `ctx.config["resolution"]` pixels."""
-    from maskscore_core.views import ViewConfig
-
-    return ViewConfig(count=int(ctx.config.get("views", 8)), resolution=int(ctx.config.get("resolution", 256)))
 
 
 def check(depth, ctx, what: str = "depth") -> np.ndarray:

@@ -1,80 +1,18 @@
-"""The mesh reward table (seed 000's MeshEditReward columns) and where its files go.
+"""The mesh reward table (seed 000's MeshEditReward columns): file paths relative to the dataset root.
 
-Paths in the table are relative to the dataset root (`ctx.config["dataset_root"]`, else
-`ctx.workdir`); `read_asset` resolves them against the `root` it is given.
+Row layout, checks and paths are the core's (`maskscore_core.reward_tables`); this module only
+names the mesh table's own input column.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from maskscore_core import vocab
 from maskscore_core.records import EditInstance
+from maskscore_core.reward_tables import conditioning_image, make_row, relative_to_root, resolve
 
-INPUT_COLUMN = "input_mesh"
-OUTPUT_COLUMN = "output_meshes"
-CONDITIONING_DIR = "conditioning"
-
-
-def relative_to_root(path: Path, ctx) -> str:
-    """`path` as the table stores it: relative to the dataset root when inside it, else absolute."""
-    path = Path(path).resolve()
-    root = Path(ctx.config.get("dataset_root") or ctx.workdir).resolve()
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def resolve(value: str, root) -> Path:
-    """The file a table value names: `root / value` for relative values."""
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"expected a file path in the table, got {value!r}")
-    path = Path(value)
-    return path if path.is_absolute() else Path(root) / path
-
-
-def view_config(ctx):
-    """The run's views: `ctx.config["views"]` cameras of `ctx.config["resolution"]` pixels."""
-    from maskscore_core.views import ViewConfig
-
-    return ViewConfig(count=int(ctx.config.get("views", 8)), resolution=int(ctx.config.get("resolution", 256)))
-
-
-def conditioning_image(instance: EditInstance, root, ctx) -> str:
-    """Path (relative to root) of the source frame: an RGB render of frame A from the first view.
-
-    Written once per key as `conditioning/<key>.png`; later modalities of the same key reuse it.
-    """
-    import imageio.v3 as iio
-
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render import get_renderer
-
-    relative = f"{CONDITIONING_DIR}/{instance.key}.png"
-    path = Path(root) / relative
-    if not path.exists():
-        config = view_config(ctx)
-        vertices = get_reference_mesh().vertices([instance.a.state])[0]
-        rgb = get_renderer(config).render_rgb(vertices, config.resolution, config.resolution, view_index=0)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        iio.imwrite(path, rgb)
-    return relative
+__all__ = ["relative_to_root", "resolve", "reward_row"]
 
 
 def reward_row(instance: EditInstance, input_value, candidate_values, scores, dimension, root, ctx) -> dict:
-    """One MeshEditReward row, columns in seed 000's order."""
-    candidates = [str(v) for v in candidate_values]
-    scores = [float(s) for s in scores]
-    if scores and len(scores) != len(candidates):
-        raise ValueError(f"{len(scores)} scores for {len(candidates)} candidates in row {instance.key!r}")
-    return {
-        "key": instance.key,
-        "instruction": instance.instruction.text,
-        INPUT_COLUMN: str(input_value),
-        "conditioning_image": conditioning_image(instance, root, ctx),
-        OUTPUT_COLUMN: candidates,
-        "scores": scores,
-        "task_type": instance.instruction.task_type,
-        "dimension": vocab.check_dimension(dimension),
-    }
+    """One MeshEditReward row."""
+    columns = {"input_mesh": str(input_value), "conditioning_image": conditioning_image(instance, root, ctx)}
+    return make_row("mesh", instance, columns, [str(v) for v in candidate_values], scores, dimension)

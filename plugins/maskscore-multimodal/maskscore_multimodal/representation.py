@@ -14,12 +14,11 @@ files, written by that modality's plugin into the same folder.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import attrs
 
-from maskscore_core import plugins
+from maskscore_core import plugins, reward_tables
 from maskscore_core.records import Asset, Decoded, EditInstance, Target, converter
 
 from .pairs import PATHS, choose_pair
@@ -147,7 +146,5 @@ def relative_to_root(path: Path, ctx) -> str:
 
 
 def resolve(value, root) -> Path:
-    if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise MultimodalError(f"a multimodal table value must be a non-empty path, got {value!r}")
-    path = Path(value)
-    return path if path.is_absolute() or root is None else Path(root) / path
+    """A table value back to a filesystem path (relative values are under the dataset root)."""
+    return reward_tables.resolve(value, root, "a multimodal table value", MultimodalError)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import attrs
 import numpy as np
 
+from maskscore_core import reward_tables
 from maskscore_core.records import BodyState, Target, converter
 
 FORMAT = "maskscore-video/1"
@@ -186,7 +186,4 @@ def relative_to_root(path: Path, ctx) -> str:
 
 def resolve(value, root) -> Path:
     """A table value back to a filesystem path (relative values are under the dataset root)."""
-    if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise VideoError(f"a video table value must be a non-empty path, got {value!r}")
-    path = Path(value)
-    return path if path.is_absolute() or root is None else Path(root) / path
+    return reward_tables.resolve(value, root, "a video table value", VideoError)

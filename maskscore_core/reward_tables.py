@@ -1,0 +1,104 @@
+"""What every modality plugin needs to write its reward-table rows, in one place.
+
+A row's shared columns (key, instruction, scores, task_type, dimension), its column order (the
+schema's), the checks on its scores, the paths it stores (relative to the dataset root) and the
+conditioning image of frame A are the same for all eight tables; a plugin supplies only its own
+input columns and its candidate values.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from . import schemas, vocab
+from .records import EditInstance
+
+CONDITIONING_DIR = "conditioning"
+
+
+class RewardRowError(ValueError):
+    """A reward row that cannot be made (score count, non-finite score, missing column)."""
+
+
+def dataset_root(ctx) -> Path:
+    """Where a dataset's files go: `ctx.config["dataset_root"]`, else the run's work directory."""
+    return Path(ctx.config.get("dataset_root") or ctx.workdir)
+
+
+def relative_to_root(path: Path, ctx) -> str:
+    """`path` as a table stores it: relative to the dataset root when inside it, else absolute."""
+    path = Path(path).resolve()
+    try:
+        return path.relative_to(dataset_root(ctx).resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def resolve(value, root, what: str = "a table value", error: type[Exception] = ValueError) -> Path:
+    """The file a table value names: `root / value` for relative values; `error` (the caller's
+    error class) when the value is no path."""
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise error(f"{what} must be a non-empty path, got {value!r}")
+    path = Path(value)
+    return path if path.is_absolute() or root is None else Path(root) / path
+
+
+def view_config(ctx):
+    """The run's cameras: `ctx.config["views"]` views of `ctx.config["resolution"]` pixels."""
+    from .views import ViewConfig
+
+    config = ctx.config if ctx is not None else {}
+    return ViewConfig(count=int(config.get("views", 8)), resolution=int(config.get("resolution", 256)))
+
+
+def conditioning_image(instance: EditInstance, root, ctx) -> str:
+    """Path (relative to root) of the source frame: an RGB render of frame A from the first view.
+
+    Written once per key as `conditioning/<key>.png`; every modality of the same key reuses it.
+    """
+    import imageio.v3 as iio
+
+    from .reference_mesh import get_reference_mesh
+    from .render import get_renderer
+
+    relative = f"{CONDITIONING_DIR}/{instance.key}.png"
+    path = Path(root) / relative
+    if not path.exists():
+        config = view_config(ctx)
+        vertices = get_reference_mesh().vertices([instance.a.state])[0]
+        rgb = get_renderer(config).render_rgb(vertices, config.resolution, config.resolution, view_index=0)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        iio.imwrite(path, rgb)
+    return relative
+
+
+def make_row(modality: str, instance: EditInstance, columns: dict, candidates: list, scores, dimension: str) -> dict:
+    """One row of `modality`'s reward table, in the schema's column order.
+
+    columns: the table's own input columns (e.g. {"input_mesh": ..., "conditioning_image": ...});
+    candidates: the candidate column's values; scores: aligned with candidates, or empty (RL data).
+    """
+    table = schemas.table_for_modality(modality)
+    vocab.check_dimension(dimension)
+    scores = [float(s) for s in scores]
+    if scores and len(scores) != len(candidates):
+        raise RewardRowError(f"{table} row {instance.key!r}: {len(scores)} scores for {len(candidates)} candidates")
+    if any(not math.isfinite(s) for s in scores):
+        raise RewardRowError(f"{table} row {instance.key!r}: non-finite score among {scores}")
+    row = {
+        "key": instance.key,
+        "instruction": instance.instruction.text,
+        **columns,
+        schemas.CANDIDATE_COLUMN[table]: list(candidates),
+        "scores": scores,
+        "task_type": instance.instruction.task_type,
+        "dimension": dimension,
+    }
+    names = schemas.arrow_schema(table).names
+    if set(row) != set(names):
+        raise RewardRowError(
+            f"{table} row {instance.key!r}: columns {sorted(row)} differ from the schema's {sorted(names)}"
+        )
+    return {name: row[name] for name in names}

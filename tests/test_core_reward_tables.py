@@ -1,0 +1,49 @@
+"""The shared reward-row mechanism: schema order, score checks, relative paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from maskscore_core import records, reward_tables, schemas
+from maskscore_core.context import Context
+
+
+def _instance() -> records.EditInstance:
+    subject = records.Subject("s", {})
+    target = records.Target("a", subject, (records.BodyState(),))
+    instruction = records.EditInstruction("edit the mouth to match frame B", "mouth", "expression_change", "mesh")
+    return records.EditInstance("k1", instruction, target, target)
+
+
+def test_rows_come_in_the_schemas_column_order_and_validate():
+    columns = {"conditioning_image": "conditioning/k1.png", "input_mesh": "a.glb"}
+    row = reward_tables.make_row("mesh", _instance(), columns, ["c1.glb", "c2.glb"], [0.9, 0.1], "overall")
+    assert list(row) == schemas.arrow_schema("MeshEditReward").names
+    assert row["task_type"] == "expression_change" and row["key"] == "k1"
+    assert schemas.to_table("MeshEditReward", [row]).num_rows == 1
+
+
+@pytest.mark.parametrize(
+    "scores, message",
+    [([0.5], "1 scores for 2 candidates"), ([0.5, float("inf")], "non-finite score")],
+)
+def test_bad_scores_are_refused(scores, message):
+    columns = {"conditioning_image": "c.png", "input_mesh": "a.glb"}
+    with pytest.raises(reward_tables.RewardRowError, match=message):
+        reward_tables.make_row("mesh", _instance(), columns, ["c1.glb", "c2.glb"], scores, "overall")
+
+
+def test_a_missing_or_foreign_column_is_named():
+    with pytest.raises(reward_tables.RewardRowError, match="differ from the schema"):
+        reward_tables.make_row("mesh", _instance(), {"input_audio": "a.wav"}, [], [], "overall")
+
+
+def test_paths_are_stored_relative_to_the_dataset_root(tmp_path):
+    ctx = Context(workdir=tmp_path / "work", config={"dataset_root": str(tmp_path / "data")})
+    assert reward_tables.relative_to_root(tmp_path / "data" / "assets" / "x.glb", ctx) == "assets/x.glb"
+    assert reward_tables.resolve("assets/x.glb", tmp_path / "data") == tmp_path / "data" / "assets" / "x.glb"
+    with pytest.raises(KeyError, match="not a path"):
+        reward_tables.resolve("", None, "a test value", lambda message: KeyError("not a path: " + message))
+    assert reward_tables.resolve(str(Path("/abs/x.glb")), tmp_path) == Path("/abs/x.glb")
