@@ -82,9 +82,10 @@ def decode_reference(modality, instance, which, ctx):
 def write_asset(asset, directory, name, ctx):
     """Write `asset` under `directory` (file stem `name`) for a dataset.
 
-    Returns: the value its reward-table column holds: a path relative to the dataset root for
-    file modalities, or the list of floats for keypoints and pose. Answered by the modality
-    plugin named `asset.modality`.
+    Returns: a path relative to the dataset root (the file it wrote), or for keypoints and pose
+    the list of floats the table column holds. `reward_row` turns these values into the row (the
+    text plugin writes `.txt` files and puts their transcripts in the table). Answered by the
+    modality plugin named `asset.modality`.
     """
 
 

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
-# (module, attribute) of each subcommand, in the order `maskscore --help` lists them.
-SUBCOMMANDS = (
-    ("plugins_command", "list_plugins_command"),
-    ("score_command", "score_command"),
-    ("weights_command", "fetch_weights_command"),
-    ("build_command", "build_command"),
-    ("eval_command", "eval_command"),
-    ("show_command", "show_command"),
-    ("demo_command", "demo_command"),
-)
+from .build_command import build_command
+from .demo_command import demo_command
+from .eval_command import eval_command
+from .plugins_command import list_plugins_command
+from .score_command import score_command
+from .show_command import show_command
+from .weights_command import fetch_weights_command
 
 
 @click.group()
@@ -24,11 +19,13 @@ def main() -> None:
     """MaskScore: self-supervised multimodal edit scoring through the ANNY mesh."""
 
 
-for _module, _attribute in SUBCOMMANDS:
-    try:
-        _command_module = importlib.import_module(f"{__name__}.{_module}")
-    except ModuleNotFoundError as _err:  # a command still being written; see docs/contracts.md
-        if _err.name != f"{__name__}.{_module}":
-            raise
-        continue
-    main.add_command(getattr(_command_module, _attribute))
+for _command in (
+    list_plugins_command,
+    score_command,
+    fetch_weights_command,
+    build_command,
+    eval_command,
+    show_command,
+    demo_command,
+):
+    main.add_command(_command)
