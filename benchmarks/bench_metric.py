@@ -3,9 +3,9 @@
 One row = one edit scored the way the dataset builder scores it: frames A and B prepared
 (rendered, LPIPS features), then 5 ladder candidates scored on all three dimensions.
 The floor is the same renders and the same LPIPS forwards timed alone, without any comparison:
-frames A and B (B once more after its head alignment), each candidate once as it is and once
-aligned to frame A's head (the instruction_following view), i.e. 2 + 1 + 2 x 5 = 13 renders and
-as many 8-view LPIPS forwards per row. full / floor says how much the comparisons (L1, SSIM,
+frames A and B, each candidate, plus a head-aligned copy of B and of each candidate where that
+alignment moves a vertex by more than ALIGN_EPSILON_M (frame pairs with a head motion): 7 to 13
+renders and as many 8-view LPIPS forwards per row; the figures report how many were needed. full / floor says how much the comparisons (L1, SSIM,
 LPIPS distance maps, masks, alignment fits) add on top. Wall time and process CPU time are both
 reported: on a shared machine the CPU time is the steadier figure.
 
@@ -64,7 +64,7 @@ def main(out_path, rows, views, resolution, part):
 
     from maskscore_core.image_metrics import normals_to_images
     from maskscore_core.records import Decoded
-    from maskscore_core.render_compare import RenderCompare
+    from maskscore_core.render_compare import ALIGN_EPSILON_M, RenderCompare, head_alignment_ids, rigid_align
     from maskscore_core.views import ViewConfig
 
     frame_a, frame_b, candidates = _ladder_meshes()
@@ -79,12 +79,24 @@ def main(out_path, rows, views, resolution, part):
     def full_row():
         return compare.score(compare.prepare(ref_a, ref_b, part), decoded)
 
+    # The floor renders exactly the meshes the full row renders: frames A and B, each candidate,
+    # and the head-aligned copies of B and of the candidates where the alignment moves anything.
+    ids = head_alignment_ids(part)
+
+    def aligned_copy(vertices):
+        if ids is None:
+            return []
+        aligned = rigid_align(vertices, frame_a, ids)
+        return [aligned] if np.abs(aligned - vertices).max() > ALIGN_EPSILON_M else []
+
+    reference_meshes = [frame_a, frame_b, *aligned_copy(frame_b)]
+    candidate_meshes = [m for v in candidates for m in (v, *aligned_copy(v))]
+    floor_renders = len(reference_meshes) + len(candidate_meshes)
+
     def floor_row():
-        # the same meshes the full row renders: B twice (as is, aligned), candidates twice
-        meshes = [frame_a, frame_b, frame_b, *candidates, *candidates]
-        renders = [compare.renderer.render(v) for v in meshes]
-        refs = normals_to_images(np.concatenate([r.normals for r in renders[:2]]))
-        cands = normals_to_images(np.concatenate([r.normals for r in renders[3:]]))
+        renders = [compare.renderer.render(v) for v in (*reference_meshes, *candidate_meshes)]
+        refs = normals_to_images(np.concatenate([r.normals for r in renders[: len(reference_meshes)]]))
+        cands = normals_to_images(np.concatenate([r.normals for r in renders[len(reference_meshes) :]]))
         compare.lpips.features(refs)
         compare.lpips.features(cands)
 
@@ -109,6 +121,7 @@ def main(out_path, rows, views, resolution, part):
                    "torch_threads": torch.get_num_threads(), "machine": platform.machine(),
                    "cpus": os.cpu_count()},
         "setup_s": round(setup_s, 3),
+        "renders_per_row": floor_renders,
         "row_s_median": round(full_s, 4),
         "floor_row_s_median": round(floor_s, 4),
         "rows_per_s": round(1.0 / full_s, 3),
