@@ -4,7 +4,7 @@ One row = one edit scored the way the dataset builder scores it: frames A and B 
 (rendered, LPIPS features), then 5 ladder candidates scored on all three dimensions.
 The floor is the same renders and the same LPIPS forwards timed alone, without any comparison:
 frames A and B, each candidate, plus a head-aligned copy of B and of each candidate where that
-alignment moves a vertex by more than ALIGN_EPSILON_M (frame pairs with a head motion): 7 to 13
+alignment moves the head by more than ALIGN_EPSILON_M (frame pairs with a head motion): 7 to 13
 renders and as many 8-view LPIPS forwards per row; the figures report how many were needed. full / floor says how much the comparisons (L1, SSIM,
 LPIPS distance maps, masks, alignment fits) add on top. Wall time and process CPU time are both
 reported: on a shared machine the CPU time is the steadier figure.
@@ -64,7 +64,7 @@ def main(out_path, rows, views, resolution, part):
 
     from maskscore_core.image_metrics import normals_to_images
     from maskscore_core.records import Decoded
-    from maskscore_core.render_compare import ALIGN_EPSILON_M, RenderCompare, head_alignment_ids, rigid_align
+    from maskscore_core.render_compare import RenderCompare, alignment_moves, head_alignment_ids, rigid_align
     from maskscore_core.views import ViewConfig
 
     frame_a, frame_b, candidates = _ladder_meshes()
@@ -87,7 +87,7 @@ def main(out_path, rows, views, resolution, part):
         if ids is None:
             return []
         aligned = rigid_align(vertices, frame_a, ids)
-        return [aligned] if np.abs(aligned - vertices).max() > ALIGN_EPSILON_M else []
+        return [aligned] if alignment_moves(aligned, vertices, ids) else []
 
     reference_meshes = [frame_a, frame_b, *aligned_copy(frame_b)]
     candidate_meshes = [m for v in candidates for m in (v, *aligned_copy(v))]

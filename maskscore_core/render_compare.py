@@ -71,10 +71,16 @@ OVERALL_WEIGHTS: dict[str, float] = {"instruction_following": 0.5, "consistency"
 # Parts that move only rigidly with the head (no facial action moves them): B is aligned to A on them.
 ALIGN_PARTS = ("front hair", "back hair", "ears")
 NO_ALIGN_PARTS = ("neck",)
-# An alignment that moves no vertex further than this is skipped (no re-render): a quarter of a
-# millimetre is about a fifth of a pixel at the default framing (0.6 m, 30 degrees, 256 px), and
-# ANNY's facial actions are not strictly local (opening the jaw moves the ears by micrometres).
+# An alignment that moves no vertex of the head further than this is skipped (no re-render): a
+# quarter of a millimetre is about a fifth of a pixel at the default framing (0.6 m, 30 degrees,
+# 256 px). Only the head's vertices count, since the cameras frame the head: a rotation too small
+# to see there still moves the feet, 1.5 m away, by more.
 ALIGN_EPSILON_M = 2.5e-4
+
+
+def alignment_moves(aligned: np.ndarray, vertices: np.ndarray, ids: np.ndarray) -> bool:
+    """Whether a head alignment moves the head (the vertices `ids`) by more than ALIGN_EPSILON_M."""
+    return bool(np.abs(aligned[ids] - vertices[ids]).max() > ALIGN_EPSILON_M)
 HEAD_BONES = ("Head", "HeadEnd", "Jaw", "LeftEye", "RightEye")
 HEAD_ACCESSORY_PARTS = ("headwear", "eyewear", "earwear")
 
@@ -234,7 +240,7 @@ class RenderCompare:
         b = b_as_is
         if ids is not None and a.render_vertices is not None and b_as_is.render_vertices is not None:
             aligned = rigid_align(b_as_is.render_vertices, a.render_vertices, ids)
-            if np.abs(aligned - b_as_is.render_vertices).max() > ALIGN_EPSILON_M:
+            if alignment_moves(aligned, b_as_is.render_vertices, ids):
                 b = self._side(attrs.evolve(ref_b, vertices=aligned), "frame B")
         if a.render is None or b.render is None:
             raise RenderCompareError(
@@ -270,7 +276,7 @@ class RenderCompare:
             vertices = sides[i].render_vertices
             if prepared.align_ids is not None:
                 aligned = rigid_align(vertices, prepared.vertices_a, prepared.align_ids)
-                if np.abs(aligned - vertices).max() > ALIGN_EPSILON_M:
+                if alignment_moves(aligned, vertices, prepared.align_ids):
                     follow[i] = self._side(Decoded(vertices=aligned, activations=sides[i].activations), f"candidate {i}")
             elif prepared.part in NO_ALIGN_PARTS:
                 ids, weights = _neck_follow_geometry()
