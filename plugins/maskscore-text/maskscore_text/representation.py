@@ -8,13 +8,12 @@ frame A's body (phenotype, pose) wearing the text-derived expression at frame B'
 
 from __future__ import annotations
 
-import functools
 import math
 
-import attrs
 import numpy as np
 
 from maskscore_core.records import Decoded, EditInstance, Target
+from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES, decode_activations, spoken_columns
 
 MODALITY = "text"
 
@@ -44,81 +43,6 @@ def text_activations(text: str, fps: float) -> np.ndarray:
 def representative_frame(instance: EditInstance) -> int:
     """The frame whose expression the representative mesh shows: frame B's middle frame."""
     return len(instance.b.states) // 2
-
-
-@functools.cache
-def spoken_columns() -> np.ndarray:
-    """The facial actions speech moves (mouth and jaw): every action some viseme sets."""
-    from maskscore_core.speech.visemes import viseme_vectors
-
-    return np.flatnonzero(np.any(np.stack(list(viseme_vectors().values())) != 0, axis=0))
-
-
-def spoken_only(activations: np.ndarray) -> np.ndarray:
-    """The activations of the actions speech moves, the others zero: speech cannot move brows,
-    eyes or lids, so both sides are compared on what it can move."""
-    out = np.zeros_like(np.asarray(activations, dtype=np.float64))
-    out[:, spoken_columns()] = np.asarray(activations)[:, spoken_columns()]
-    return out
-
-
-DEFAULT_SAMPLED_FRAMES = 4
-
-
-def sampled_rows(length: int, count: int) -> np.ndarray:
-    """Rows at the relative times (k + 0.5) / count of the timeline: the frames
-    render-and-compare looks at."""
-    if count <= 0:
-        raise ValueError(f"the number of sampled frames must be positive, got {count}")
-    rows = np.minimum(((np.arange(count) + 0.5) / count * length).astype(int), length - 1)
-    return np.unique(rows)  # a clip shorter than `count` frames gives each frame once
-
-
-def _mesh(state) -> np.ndarray:
-    from maskscore_core.reference_mesh import get_reference_mesh
-
-    return get_reference_mesh().vertices([state])[0]  # one state per call: bit-identical per frame
-
-
-def _speaking(state, row: np.ndarray):
-    """`state` with its mouth and jaw actions replaced by an activation row."""
-    expression = state.expression.copy()
-    expression[spoken_columns()] = np.clip(row[spoken_columns()], 0.0, 1.0)
-    return attrs.evolve(state, expression=expression)
-
-
-def timeline_length(instance: EditInstance) -> int:
-    """Frames of the comparison timeline: the longer of the two clips (at the clips' frame rate)."""
-    return max(len(instance.a.states), len(instance.b.states))
-
-
-def on_timeline(activations: np.ndarray, length: int) -> np.ndarray:
-    """The activations at absolute times 0 .. length-1 frames: cut, or padded with the rest pose."""
-    out = np.zeros((length, activations.shape[1]))
-    count = min(length, len(activations))
-    out[:count] = activations[:count]
-    return out
-
-
-def decode_activations(instance: EditInstance, activations: np.ndarray, count: int) -> Decoded:
-    """Face activations on frame A's body: how candidates and references alike reach the mesh.
-
-    References use the same body as candidates (frame A's clip, resampled onto the timeline by
-    relative time as the ladder does) and differ only in where the activations come from (the
-    video: the truth), so render-and-compare sees the mouth and jaw, not the head motion that
-    differs between two clips. Everything lives on one timeline of absolute time from the start
-    (`timeline_length` frames), so a candidate that starts with frame B's words agrees with B for
-    as long as it says them, whatever it says afterwards.
-    """
-    length = timeline_length(instance)
-    acts = on_timeline(np.asarray(activations, dtype=np.float64), length)
-    body = np.round(np.linspace(0, len(instance.a.states) - 1, length)).astype(int)
-    picked = sampled_rows(length, count)
-    return Decoded(
-        vertices=_mesh(_speaking(instance.a.states[body[length // 2]], acts[length // 2])),
-        frames=tuple(_mesh(_speaking(instance.a.states[body[r]], acts[r])) for r in picked),
-        activations=spoken_only(acts),
-    )
 
 
 def video_activations(target: Target) -> np.ndarray:
