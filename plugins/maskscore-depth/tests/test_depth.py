@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
+from maskscore_core.testing import check_modality_plugin_alone
 from maskscore_core import plugins, schemas
 from maskscore_core.vocab import ACCESSORY_PARTS
 from maskscore_core.body import get_body_model
@@ -14,6 +15,11 @@ from maskscore_core.records import Asset, BodyState, EditInstance, EditInstructi
 
 MODALITY = "depth"
 LADDER_INSTANCES = 4
+
+
+def test_works_alone_and_not_without_it(ctx, monkeypatch):
+    """Installed alone it provides depth and `maskscore list-plugins` shows it; not loaded, nothing answers."""
+    check_modality_plugin_alone(MODALITY, "maskscore-depth", monkeypatch, target=_instance().a, ctx=ctx)
 
 
 def _state(jaw_open: float = 0.0) -> BodyState:
@@ -31,32 +37,6 @@ def _instance() -> EditInstance:
         b=Target("b", subject, (_state(jaw_open=0.9),)),
     )
 
-
-def test_plugin_is_listed_alone():
-    records = {r.name: r for r in plugins.list_plugins() if r.error is None}
-    assert records[MODALITY].distribution == "maskscore-depth"
-    assert plugins.providers("modality") == {MODALITY: MODALITY}
-
-
-
-def test_cli_lists_it_and_without_it_nothing_answers(ctx, monkeypatch):
-    """Installed alone it is listed by `maskscore list-plugins`; not loaded, its modality is gone."""
-    import json
-
-    from click.testing import CliRunner
-
-    from maskscore_core.cli import main
-
-    result = CliRunner().invoke(main, ["list-plugins", "--json"])
-    assert result.exit_code == 0, result.output
-    rows = {row["name"]: row for row in json.loads(result.output)}
-    assert rows[MODALITY]["distribution"] == "maskscore-depth" and rows[MODALITY]["error"] is None
-    assert "reward_row" in rows[MODALITY]["hooks"]
-    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "")
-    plugins.reset()
-    assert MODALITY not in plugins.providers("modality")
-    with pytest.raises(plugins.NoPluginError, match="encode"):
-        plugins.call("encode", MODALITY, modality=MODALITY, target=_instance().a, ctx=ctx)
 
 def test_encode_is_the_render_depth_channel(ctx):
     instance = _instance()

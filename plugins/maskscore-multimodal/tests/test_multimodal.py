@@ -9,6 +9,7 @@ import attrs
 import numpy as np
 import pytest
 
+from maskscore_core.testing import check_modality_plugin_alone
 from maskscore_core import plugins, schemas
 from maskscore_core.records import BodyState, EditInstance, EditInstruction, Subject, Target
 from maskscore_multimodal.pairs import OUTPUT_PATHS, PATHS, Pair, choose_pair, eligible_pairs
@@ -136,24 +137,12 @@ def test_a_missing_path_plugin_is_named(ctx, monkeypatch):
         plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=instance, ctx=_pinned(ctx, "pose->video"))
 
 
-def test_list_plugins_shows_it_and_leaving_it_out_removes_the_modality(monkeypatch):
-    import json
-
-    from click.testing import CliRunner
-
-    from maskscore_core.cli import main
-
-    rows = json.loads(CliRunner().invoke(main, ["list-plugins", "--json"]).output)
-    mine = [r for r in rows if r["name"] == MODALITY]
-    assert len(mine) == 1 and mine[0]["distribution"] == "maskscore-multimodal" and mine[0]["error"] is None
-    assert set(mine[0]["hooks"]) == {"decode_reference", "decode_to_mesh", "encode", "mask_part", "plugin_info",
-                                      "read_asset", "reward_row", "write_asset"}  # fmt: skip
-    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "")  # the core alone: as if the plugin were uninstalled
+def test_works_alone_and_not_without_it(monkeypatch):
+    """Installed alone (no path plugins) it provides multimodal and `maskscore list-plugins` shows
+    it; not loaded, nothing answers."""
+    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "maskscore-multimodal")
     plugins.reset()
-    rows = json.loads(CliRunner().invoke(main, ["list-plugins", "--json"]).output)
-    assert MODALITY not in {r["name"] for r in rows}
-    with pytest.raises(plugins.NoPluginError, match=MODALITY):
-        plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=None)
+    check_modality_plugin_alone(MODALITY, "maskscore-multimodal", monkeypatch)
 
 
 def test_other_modalities_are_not_answered(ctx):

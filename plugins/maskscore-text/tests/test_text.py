@@ -5,11 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from maskscore_core.testing import check_modality_plugin_alone
 from maskscore_core import plugins, schemas
 from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
 
 MODALITY = "text"
 LADDER_INSTANCES = 3
+
+
+def test_works_alone_and_not_without_it(monkeypatch):
+    """Installed alone it provides text and `maskscore list-plugins` shows it; not loaded, nothing answers."""
+    check_modality_plugin_alone(MODALITY, "maskscore-text", monkeypatch)
 
 
 def _state(jaw: float = 0.0) -> BodyState:
@@ -28,12 +34,6 @@ def _instance() -> EditInstance:
         a=Target("a", subject, tuple(_state(j) for j in 0.2 * np.sin(np.linspace(0, 3, 30)) ** 2), "turn on the lights", fps=25.0),
         b=Target("b", subject, tuple(_state(j) for j in 0.7 * np.sin(np.linspace(0, 4, 40)) ** 2), "play some music", fps=25.0),
     )
-
-
-def test_plugin_is_listed_alone():
-    records = {r.name: r for r in plugins.list_plugins() if r.error is None}
-    assert records[MODALITY].distribution == "maskscore-text"
-    assert plugins.providers("modality") == {MODALITY: MODALITY}
 
 
 def test_text_decodes_to_mouth_motion_on_frame_a_body(ctx):
@@ -119,26 +119,6 @@ def test_reward_row_validates_against_the_schema(ctx, tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value="assets/gone.txt",
                      candidate_values=candidates, scores=[0.5, 0.4], dimension="overall", root=tmp_path, ctx=ctx)  # fmt: skip
-
-
-def test_list_plugins_shows_it_and_leaving_it_out_removes_the_modality(monkeypatch):
-    import json
-
-    from click.testing import CliRunner
-
-    from maskscore_core.cli import main
-
-    rows = json.loads(CliRunner().invoke(main, ["list-plugins", "--json"]).output)
-    mine = [r for r in rows if r["name"] == MODALITY]
-    assert len(mine) == 1 and mine[0]["distribution"] == "maskscore-text" and mine[0]["error"] is None
-    assert set(mine[0]["hooks"]) == {"decode_reference", "decode_to_mesh", "encode", "mask_part", "plugin_info",
-                                      "read_asset", "reward_row", "write_asset"}  # fmt: skip
-    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "")  # the core alone: as if the plugin were uninstalled
-    plugins.reset()
-    rows = json.loads(CliRunner().invoke(main, ["list-plugins", "--json"]).output)
-    assert MODALITY not in {r["name"] for r in rows}
-    with pytest.raises(plugins.NoPluginError, match=MODALITY):
-        plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=None)
 
 
 def test_other_modalities_are_not_answered(ctx):

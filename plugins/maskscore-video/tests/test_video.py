@@ -8,12 +8,18 @@ import shutil
 import numpy as np
 import pytest
 
+from maskscore_core.testing import check_modality_plugin_alone
 from maskscore_core import plugins, schemas
 from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
 from maskscore_core.reference_mesh import get_reference_mesh
 
 MODALITY = "video"
 LADDER_INSTANCES = 2
+
+
+def test_works_alone_and_not_without_it(monkeypatch):
+    """Installed alone it provides video and `maskscore list-plugins` shows it; not loaded, nothing answers."""
+    check_modality_plugin_alone(MODALITY, "maskscore-video", monkeypatch)
 
 
 def _state(jaw: float) -> BodyState:
@@ -35,12 +41,6 @@ def _instance() -> EditInstance:
         a=_clip_target("a", [0.0, 0.1, 0.0, 0.1, 0.0]),
         b=_clip_target("b", [0.0, 0.4, 0.8, 0.4, 0.0], "play some music"),
     )
-
-
-def test_plugin_is_listed_alone():
-    records = {r.name: r for r in plugins.list_plugins() if r.error is None}
-    assert records[MODALITY].distribution == "maskscore-video"
-    assert plugins.providers("modality") == {MODALITY: MODALITY}
 
 
 def test_decode_gives_sampled_frames_middle_mesh_and_activations(ctx):
@@ -155,26 +155,6 @@ def test_reward_row_validates_against_the_schema(ctx, tmp_path):
     with pytest.raises(ValueError, match="2 scores for 1"):
         plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=input_value,
                      candidate_values=candidates, scores=[0.1, 0.2], dimension="overall", root=tmp_path, ctx=ctx)  # fmt: skip
-
-
-def test_list_plugins_shows_it_and_leaving_it_out_removes_the_modality(monkeypatch):
-    import json
-
-    from click.testing import CliRunner
-
-    from maskscore_core.cli import main
-
-    rows = json.loads(CliRunner().invoke(main, ["list-plugins", "--json"]).output)
-    mine = [r for r in rows if r["name"] == MODALITY]
-    assert len(mine) == 1 and mine[0]["distribution"] == "maskscore-video" and mine[0]["error"] is None
-    assert set(mine[0]["hooks"]) == {"decode_reference", "decode_to_mesh", "encode", "mask_part", "plugin_info",
-                                      "read_asset", "reward_row", "write_asset"}  # fmt: skip
-    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "")  # the core alone: as if the plugin were uninstalled
-    plugins.reset()
-    rows = json.loads(CliRunner().invoke(main, ["list-plugins", "--json"]).output)
-    assert MODALITY not in {r["name"] for r in rows}
-    with pytest.raises(plugins.NoPluginError, match=MODALITY):
-        plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=None)
 
 
 def test_other_modalities_are_not_answered(ctx):
