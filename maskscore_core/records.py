@@ -49,9 +49,125 @@ class PluginInfo:
     provides: tuple[str, ...] = attrs.field(converter=tuple)
 
 
+# ---------------------------------------------------------------------------------------------
+# Appearance: what a body looks like beyond its shape (seed 000's lighting_change, skin_tone and
+# background_change). maskscore_core.appearance turns it into a shaded picture.
+
+MAX_LIGHT_INTENSITY = 4.0
+
+
+class AppearanceError(ValueError):
+    """An appearance value that is not finite, out of range, of the wrong length, or names an
+    unknown part."""
+
+
+def _finite_vector(value, length: int, what: str) -> tuple[float, ...]:
+    try:
+        items = [float(x) for x in value]
+    except (TypeError, ValueError):
+        raise AppearanceError(f"{what} must be {length} numbers, got {value!r}") from None
+    if len(items) != length:
+        raise AppearanceError(f"{what} must have {length} values, got {len(items)}: {value!r}")
+    if not all(np.isfinite(items)):
+        raise AppearanceError(f"{what} holds NaN or infinite values: {value!r}")
+    return tuple(items)
+
+
+def _rgb(value, what: str = "an RGB colour") -> tuple[float, float, float]:
+    """Linear RGB in [0, 1] per channel (albedo or background colour)."""
+    rgb = _finite_vector(value, 3, what)
+    if any(c < 0.0 or c > 1.0 for c in rgb):
+        raise AppearanceError(f"{what} must lie in [0, 1] per channel, got {rgb}")
+    return rgb
+
+
+def _check_appearance_part(part: str, what: str) -> str:
+    if part not in vocab.ACTIVE_FACE_PARTS and part not in vocab.ACCESSORY_PARTS:
+        raise AppearanceError(
+            f"{what}: {part!r} is not a part with a mask on this data; parts: "
+            f"{', '.join(vocab.ACTIVE_FACE_PARTS + vocab.ACCESSORY_PARTS)}"
+        )
+    return part
+
+
+def _direction(value) -> tuple[float, float, float]:
+    direction = _finite_vector(value, 3, "light direction")
+    if float(np.linalg.norm(direction)) < 1e-6:
+        raise AppearanceError(f"light direction must be a non-zero vector, got {direction}")
+    return direction
+
+
+def _in_range(low: float, high: float):
+    def check(_instance, attribute, value):
+        if not (isinstance(value, (int, float)) and np.isfinite(value) and low <= value <= high):
+            raise AppearanceError(f"{attribute.name} must be a finite number in [{low}, {high}], got {value!r}")
+
+    return check
+
+
+@attrs.frozen
+class Light:
+    """One directional light in world space (Y up, the face looks towards +Z), pointing from the
+    surface towards the light; it need not be unit length (shading normalises it). Radiance of a
+    surface point = albedo x (ambient + intensity x max(0, n . direction))."""
+
+    direction: tuple[float, float, float] = attrs.field(default=(0.3, 0.5, 0.8), converter=_direction)
+    intensity: float = attrs.field(default=0.85, converter=float, validator=_in_range(0.0, MAX_LIGHT_INTENSITY))
+    ambient: float = attrs.field(default=0.15, converter=float, validator=_in_range(0.0, 1.0))
+
+
+def _rgb_map(value) -> dict[str, tuple[float, float, float]]:
+    if not isinstance(value, dict):
+        raise AppearanceError(f"part albedo must be a dict part -> RGB, got {type(value).__name__}")
+    return {
+        _check_appearance_part(part, "part albedo"): _rgb(rgb, f"albedo of {part!r}") for part, rgb in sorted(value.items())
+    }
+
+
+def _light_map(value) -> dict[str, Light]:
+    if not isinstance(value, dict):
+        raise AppearanceError(f"part lights must be a dict part -> Light, got {type(value).__name__}")
+    out = {}
+    for part, light in sorted(value.items()):
+        _check_appearance_part(part, "part light")
+        if isinstance(light, dict):
+            light = converter.structure(light, Light)
+        if not isinstance(light, Light):
+            raise AppearanceError(f"light of {part!r} must be a records.Light, got {type(light).__name__}")
+        out[part] = light
+    return out
+
+
+@attrs.frozen
+class Appearance:
+    """How a body looks, for the appearance task types: skin albedo, per-part albedo, light,
+    per-part light and the backdrop colour.
+
+    `skin` is the albedo of every body triangle; inner facial parts (lips, brows, ...) tint it
+    (`appearance.PART_TINT`) unless `albedo` names the part (a blush, a lip colour, a tan of one
+    part). `light` lights the whole body unless `part_light` relights a part (what a
+    lighting_change edit of one part produces). `background` colours every pixel no triangle
+    covers. Colours are linear RGB in [0, 1].
+    """
+
+    skin: tuple[float, float, float] = attrs.field(default=(0.78, 0.6, 0.5), converter=lambda v: _rgb(v, "skin albedo"))
+    albedo: dict[str, tuple[float, float, float]] = attrs.field(factory=dict, converter=_rgb_map)
+    light: Light = attrs.field(factory=Light)
+    part_light: dict[str, Light] = attrs.field(factory=dict, converter=_light_map)
+    background: tuple[float, float, float] = attrs.field(
+        default=(0.16, 0.16, 0.19), converter=lambda v: _rgb(v, "background colour")
+    )
+
+    @light.validator
+    def _check_light(self, _attribute, value):
+        if not isinstance(value, Light):
+            raise AppearanceError(f"light must be a records.Light, got {type(value).__name__}")
+
+
 @attrs.frozen
 class BodyState:
-    """One ANNY configuration: who (phenotype), how they stand (SOMA pose), their face (actions).
+    """One ANNY configuration: who (phenotype), how they stand (SOMA pose), their face (actions),
+    and optionally how they look (appearance).
 
     pose is SOMA format: 78 bone rotations as axis-angle vectors (radians), plus a root
     translation in metres. expression holds the 52 ARKit-named facial actions in [0, 1].
@@ -73,6 +189,8 @@ class BodyState:
     # Procedural regional deformation: part name -> scale of that part's vertices about their
     # centroid (1.0 = unchanged). Used by the Region task types on parts ANNY has no action for.
     part_scale: dict[str, float] = attrs.field(factory=dict)
+    # What the body looks like (None: geometry only, scored on depth and normals alone).
+    appearance: Appearance | None = None
 
     def pose_vector(self) -> list[float]:
         """The PoseEditReward layout: 78x3 rotations flattened, then t[3]."""
@@ -157,6 +275,9 @@ class Decoded:
     depth: np.ndarray | None = attrs.field(default=None, eq=False)
     activations: np.ndarray | None = attrs.field(default=None, eq=False)
     frames: tuple[np.ndarray, ...] | None = attrs.field(default=None, eq=False)
+    # The look of the mesh (albedo, light, backdrop) where the modality carries one; the metric
+    # then also compares shaded pictures (maskscore_core.appearance).
+    appearance: Appearance | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen

@@ -8,6 +8,9 @@ clips (`clips`), and writes under workdir:
 - `video/<trial_id>/frame_00000.png` ...: rendered RGB frames, only when `render_video` is set
   (rendering costs time); the middle one is then the trial's `image_path` (its source frame).
 
+Each trial also has an appearance (skin tan, key light, backdrop colour: `trials.appearances`,
+drawn from the subject's own appearance stream), which changes between a subject's trials.
+
 Every random choice comes from numpy Generators seeded with (seed, stream, subject, trial), so
 the same config gives byte-identical files, and adding subjects or trials does not change the
 ones already drawn.
@@ -22,11 +25,12 @@ import attrs
 import numpy as np
 
 from ..records import Trial, converter
+from .appearances import trial_appearances
 from .clips import make_trial
 from .subjects import DEFAULT_MIN_DISTANCE, draw_subjects
 
 SOURCE_NAME = "anny"
-_SUBJECT_STREAM, _TRIAL_STREAM, _COMMAND_STREAM = 0, 1, 2
+_SUBJECT_STREAM, _TRIAL_STREAM, _COMMAND_STREAM, _APPEARANCE_STREAM = 0, 1, 2, 3
 MAX_ALIGN_TRIES = 5
 
 
@@ -142,8 +146,11 @@ def _make_aligned_trial(config, workdir, s_index, t_index, subject, order: list[
         command = order[t_index] if t_index < len(order) else order[t_index % len(order)]
         rng = _rng(config, _TRIAL_STREAM, s_index, t_index)
         look = trial_look(s_index, t_index)
+        appearance = trial_appearances(_rng(config, _APPEARANCE_STREAM, s_index), t_index + 1)[t_index]
         try:
-            return make_trial(subject, t_index, command, config.fps, rng, workdir, look=look, source=SOURCE_NAME)
+            return make_trial(
+                subject, t_index, command, config.fps, rng, workdir, look=look, source=SOURCE_NAME, appearance=appearance
+            )
         except AlignmentError as exc:
             failures.append(str(exc))
             order.remove(command)

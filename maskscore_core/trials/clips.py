@@ -22,7 +22,8 @@ accessories, no regional deformation), "accessories" (one or two accessory slots
 and one to three of the hair regions and the ears scaled by 1 +/- (0.10..0.25) through
 `BodyState.part_scale`; the Region group). A trial changes one thing at a time so that a pair
 of trials differing in the part to edit does not also differ in what covers it (a new hat over
-a rescaled fringe).
+a rescaled fringe). The appearance (skin, light, backdrop) is the caller's, constant within the
+clip (`trials.appearances`: it changes between trials, as between recording sessions).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 
 from .. import speech
 from ..body import get_body_model
-from ..records import FACIAL_ACTIONS, SOMA_BONES, BodyState, Frame, Subject, Trial
+from ..records import FACIAL_ACTIONS, SOMA_BONES, Appearance, BodyState, Frame, Subject, Trial
 from .subjects import changed_accessories
 
 ARM_DROP_RAD = 1.25
@@ -151,8 +152,10 @@ def make_trial(
     *,
     look: str = "usual",
     source: str = "anny",
+    appearance: Appearance | None = None,
 ) -> Trial:
-    """Speak, align and animate one clip; writes `workdir/audio/<trial_id>.wav`."""
+    """Speak, align and animate one clip; writes `workdir/audio/<trial_id>.wav`. `appearance`
+    (skin, light, backdrop; `trials.appearances`) is the clip's, on every frame."""
     if not fps > 0:
         raise ClipError(f"fps must be positive, got {fps}")
     if look not in LOOKS:
@@ -183,6 +186,7 @@ def make_trial(
                 expression=expression[i],
                 accessories=worn,
                 part_scale=dict(scales),
+                appearance=appearance,
             ),
         )
         for i in range(len(times))
