@@ -251,9 +251,43 @@ def _pick_other(subject_id: str, frame_index: int | None, grouped, rng) -> tuple
     return trial, min(frame_index, len(trial.frames) - 1)
 
 
-def _static_pairs(part: str, trials: list[Trial]) -> tuple[list[tuple[int, int]], np.ndarray]:
+def _tasks_of(value) -> tuple[str, ...]:
+    """The task types one TASK_TABLE entry stands for ("part": the three accessory task types)."""
+    names = (value,) if isinstance(value, str) else tuple(value)
+    found: list[str] = []
+    for name in names:
+        found.extend(vocab.TASK_GROUPS["part"] if name == "part" else (name,))
+    return tuple(found)
+
+
+def _parts_for_task(modality: str, task: str) -> list[str]:
+    """The parts whose edit in `modality` is of type `task`; a clear error when there are none."""
+    vocab.check_task_type(task)
+    table = TASK_TABLE[vocab.check_modality(modality)]
+    found = [part for part, value in table.items() if task in _tasks_of(value)]
+    if not found:
+        raise EditError(
+            f"the {modality} modality cannot produce task type {task!r}; it produces: {', '.join(task_types(modality))}"
+        )
+    return found
+
+
+def _task_of(modality: str, part: str, a: BodyState, b: BodyState, requested: str | None) -> str:
+    """The task type of editing `part` from a to b: the requested one, checked, or the table's."""
+    tasks = _tasks_of(TASK_TABLE[modality][part])
+    task = accessory_task(part, a, b) if part in vocab.ACCESSORY_PARTS else tasks[0]
+    if requested is None:
+        return task
+    if requested not in tasks or (part in vocab.ACCESSORY_PARTS and task != requested):
+        raise EditError(f"a {modality} edit of the {part} from these frames is {task!r}, not the requested {requested!r}")
+    return requested
+
+
+def _static_pairs(part: str, trials: list[Trial], task: str | None = None) -> tuple[list[tuple[int, int]], np.ndarray]:
     """Every (trial, frame) of one subject, and the index pairs where the part differs (the
-    stronger half of them: part change at least the median of the qualifying pairs)."""
+    stronger half of them: part change at least the median of the qualifying pairs). For an
+    accessory part and a requested task type, only pairs of that type (added, removed, replaced)
+    qualify, before the median is taken."""
     index = [(t, f) for t, trial in enumerate(trials) for f in range(len(trial.frames))]
     states = [trials[t].frames[f].state for t, f in index]
     strength = _pairwise_change(part, states)
@@ -263,11 +297,20 @@ def _static_pairs(part: str, trials: list[Trial]) -> tuple[list[tuple[int, int]]
     if part not in vocab.ACCESSORY_PARTS:
         worn = [s.accessories for s in states]
         ok &= np.array([[wa == wb for wb in worn] for wa in worn])
+    elif task is not None:
+        slot = accessories.slot_for_part(part)
+        worn = [accessories.worn(s.accessories, slot) for s in states]
+        ok &= np.array([[wa != wb and _transition(wa, wb) == task for wb in worn] for wa in worn])
     ok &= _pairwise_rest_calmer(part, states)
     np.fill_diagonal(ok, False)
     if ok.any():
         ok &= strength >= np.median(strength[ok])
     return index, np.argwhere(ok)
+
+
+def _transition(worn_a, worn_b) -> str:
+    """part_add, part_remove or part_replace for two different things worn in one slot."""
+    return "part_add" if worn_a is None else "part_remove" if worn_b is None else "part_replace"
 
 
 def _static_pair(index, pairs, rng) -> tuple[int, int, int, int] | None:
@@ -284,8 +327,77 @@ def _sequence_change(part: str, a: Trial, b: Trial) -> float:
     return max(part_change(part, fa.state, b.frames[r].state) for fa, r in zip(a.frames, rows))
 
 
-def make_instances(trials: list[Trial], modality: str, rng: np.random.Generator, count: int) -> list[EditInstance]:
+def _sequence_pair_ok(modality: str, part: str, task: str | None, a: Trial, b: Trial) -> bool:
+    """Two clips of one subject make a `modality` edit of `part` (of type `task`, if asked)."""
+    if modality != "video":
+        return a.transcript != b.transcript
+    first_a, first_b = a.frames[0].state, b.frames[0].state
+    if part in vocab.ACCESSORY_PARTS:
+        slot = accessories.slot_for_part(part)
+        worn_a, worn_b = accessories.worn(first_a.accessories, slot), accessories.worn(first_b.accessories, slot)
+        if worn_a == worn_b or (task is not None and _transition(worn_a, worn_b) != task):
+            return False
+    elif first_a.accessories != first_b.accessories:
+        return False
+    return _sequence_change(part, a, b) >= 1.0
+
+
+def _task_options(modality: str, task: str, grouped, eligible, pair_cache) -> list[tuple]:
+    """Every (subject, part[, trial a, trial b]) that can give a `task` edit; the static pairs of
+    each (subject, part) are cached in `pair_cache` for the draw."""
+    options = []
+    for subject_id in eligible:
+        subject_trials = grouped[subject_id]
+        for part in _parts_for_task(modality, task):
+            if modality in SEQUENCE_MODALITIES:
+                for ta in range(len(subject_trials)):
+                    for tb in range(len(subject_trials)):
+                        if ta != tb and _sequence_pair_ok(modality, part, task, subject_trials[ta], subject_trials[tb]):
+                            options.append((subject_id, part, ta, tb))
+            else:
+                if (subject_id, part, task) not in pair_cache:
+                    pair_cache[subject_id, part, task] = _static_pairs(part, subject_trials, task)
+                if len(pair_cache[subject_id, part, task][1]):
+                    options.append((subject_id, part))
+    return options
+
+
+def _draw_any(modality, grouped, eligible, parts_list, pair_cache, rng):
+    """One attempt at an edit of any part (drawn uniformly): (subject, part, ta, fa, tb, fb) or None."""
+    part = parts_list[int(rng.integers(len(parts_list)))]
+    subject_id = eligible[int(rng.integers(len(eligible)))]
+    subject_trials = grouped[subject_id]
+    if modality in SEQUENCE_MODALITIES:
+        ta, tb = rng.choice(len(subject_trials), size=2, replace=False)
+        if not _sequence_pair_ok(modality, part, None, subject_trials[int(ta)], subject_trials[int(tb)]):
+            return None
+        return subject_id, part, int(ta), None, int(tb), None
+    if (subject_id, part, None) not in pair_cache:
+        pair_cache[subject_id, part, None] = _static_pairs(part, subject_trials)
+    pair = _static_pair(*pair_cache[subject_id, part, None], rng)
+    return None if pair is None else (subject_id, part, *pair)
+
+
+def _draw_task(modality, options, pair_cache, task, rng):
+    """One draw of a `task` edit among its options: (subject, part, ta, fa, tb, fb)."""
+    option = options[int(rng.integers(len(options)))]
+    if modality in SEQUENCE_MODALITIES:
+        subject_id, part, ta, tb = option
+        return subject_id, part, ta, None, tb, None
+    subject_id, part = option
+    return (subject_id, part, *_static_pair(*pair_cache[subject_id, part, task], rng))
+
+
+def make_instances(
+    trials: list[Trial], modality: str, rng: np.random.Generator, count: int, task_types: list[str] | None = None
+) -> list[EditInstance]:
     """`count` distinct edit instances of `modality` drawn from `trials` with `rng`.
+
+    `task_types`, when given (one per instance, as a build's plan asks), fixes each instance's
+    task type: its part is drawn among the parts of that type, then a frame pair (or clip pair)
+    of that type among every subject's; a task type the modality or the trials cannot produce
+    is an EditError naming it, never replaced by another. Without it, the part is drawn
+    uniformly and the task type follows it.
 
     Raises EditError when the trials cannot give that many (fewer than two subjects, no subject
     with two clips for a sequence modality, or too few distinct pairs where a part changes).
@@ -293,6 +405,12 @@ def make_instances(trials: list[Trial], modality: str, rng: np.random.Generator,
     table = TASK_TABLE[vocab.check_modality(modality)]
     if count < 0:
         raise EditError(f"count must be >= 0, got {count}")
+    requested = None if task_types is None else list(task_types)
+    if requested is not None:
+        if len(requested) != count:
+            raise EditError(f"asked for {count} {modality} instances but gave {len(requested)} task types")
+        for task in dict.fromkeys(requested):
+            _parts_for_task(modality, task)
     grouped = _by_subject(list(trials))
     if len(grouped) < 2:
         raise EditError(f"edit instances need trials of at least two subjects (wrong-subject rung); got {len(grouped)}")
@@ -303,39 +421,37 @@ def make_instances(trials: list[Trial], modality: str, rng: np.random.Generator,
     parts_list = list(table)
     instances: list[EditInstance] = []
     keys: set[str] = set()
-    pair_cache: dict[tuple[str, str], tuple] = {}
-    for _ in range(count):
+    pair_cache: dict[tuple, tuple] = {}
+    options: dict[str, list[tuple]] = {}
+    for n in range(count):
+        wanted = None if requested is None else requested[n]
+        if wanted is not None and wanted not in options:
+            options[wanted] = _task_options(modality, wanted, grouped, eligible, pair_cache)
+            if not options[wanted]:
+                raise EditError(
+                    f"no {modality} edit of task type {wanted!r} (parts: {', '.join(_parts_for_task(modality, wanted))})"
+                    f" can be made from {sum(len(t) for t in grouped.values())} trials of {len(grouped)} subjects:"
+                    " no subject has a frame pair of that type; add subjects or trials"
+                )
         for _attempt in range(MAX_ATTEMPTS_PER_INSTANCE):
-            part = parts_list[int(rng.integers(len(parts_list)))]
-            subject_id = eligible[int(rng.integers(len(eligible)))]
+            if wanted is None:
+                drawn = _draw_any(modality, grouped, eligible, parts_list, pair_cache, rng)
+            else:
+                drawn = _draw_task(modality, options[wanted], pair_cache, wanted, rng)
+            if drawn is None:
+                continue
+            subject_id, part, ta, fa, tb, fb = drawn
             subject_trials = grouped[subject_id]
+            trial_a, trial_b = subject_trials[ta], subject_trials[tb]
             if sequence:
-                ta, tb = rng.choice(len(subject_trials), size=2, replace=False)
-                trial_a, trial_b = subject_trials[int(ta)], subject_trials[int(tb)]
-                if modality == "video":
-                    same_look = trial_a.frames[0].state.accessories == trial_b.frames[0].state.accessories
-                    if not same_look or _sequence_change(part, trial_a, trial_b) < 1.0:
-                        continue
-                elif trial_a.transcript == trial_b.transcript:
-                    continue
-                fa = fb = None
                 key = f"{modality}-{trial_a.trial_id}-{trial_b.trial_id}-{_slug(part)}"
             else:
-                if (subject_id, part) not in pair_cache:
-                    pair_cache[subject_id, part] = _static_pairs(part, subject_trials)
-                pair = _static_pair(*pair_cache[subject_id, part], rng)
-                if pair is None:
-                    continue
-                ta, fa, tb, fb = pair
-                trial_a, trial_b = subject_trials[ta], subject_trials[tb]
                 key = f"{modality}-{trial_a.trial_id}-f{fa:04d}-{trial_b.trial_id}-f{fb:04d}-{_slug(part)}"
             if key in keys:
                 continue
             a = _target("frame A", trial_a, fa)
             b = _target("frame B", trial_b, fb)
-            task = table[part]
-            if task == "part":
-                task = accessory_task(part, a.state, b.state)
+            task = _task_of(modality, part, a.state, b.state, wanted)
             other_trial, fo = _pick_other(subject_id, fa, grouped, rng)
             instruction = EditInstruction(
                 text=instruction_text(modality, part, trial_b.transcript), part=part, task_type=task, modality=modality
@@ -354,8 +470,9 @@ def make_instances(trials: list[Trial], modality: str, rng: np.random.Generator,
             keys.add(key)
             break
         else:
+            kind = f"{modality}" if wanted is None else f"{modality} {wanted}"
             raise EditError(
-                f"found only {len(instances)} of {count} distinct {modality} edit instances in"
+                f"found only {len(instances)} of {count} distinct {kind} edit instances in"
                 f" {sum(len(t) for t in grouped.values())} trials of {len(grouped)} subjects; add trials or ask for fewer"
             )
     return instances

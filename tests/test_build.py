@@ -99,6 +99,10 @@ def test_built_shards_match_the_reward_table_schemas(tmp_path):
     assert card["counts"]["rows"] == 48
     assert card["counts"]["modality"] == {m: 6 for m in vocab.MODALITIES}
     assert sum(card["counts"]["dimension"].values()) == 48
+    # the rows of each (modality, task type) are the plan's, and the card says both
+    planned = {f"{m}/{t}": 3 * n for m, tasks in plan.planned_instances(toy_config(root)).items() for t, n in tasks.items()}
+    assert card["planned"]["modality_task_type"] == planned == card["counts"]["modality_task_type"]
+    assert "| mesh/part_add | 3 | 3 |" in (root / "README.md").read_text()
     assert card["content_sha256"] in (root / "README.md").read_text()
     # asset paths in the rows are relative and exist under the dataset root
     mesh_row = pq.read_table(root / "data" / "mesh" / "shard-00000.parquet").to_pylist()[0]

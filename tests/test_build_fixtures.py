@@ -1,7 +1,8 @@
 """Small, fast, real plugins for testing the dataset machinery (no tests in this module).
 
 They implement every hook a build and an evaluation call, for all eight modalities, on a body
-state flattened into a parameter vector: a `toy` source, a `toy-ladder` editor with the five
+state flattened into a parameter vector: a `toy` source, an instance maker that makes the task
+types the plan asks for, a `toy-ladder` editor with the five
 rungs, a `toy-score` scorer (distance to frame B / frame A in parameter space) and a
 `toy-noisy` scorer (seeded noise, for Avg@N). Assets are .npy files or float lists, written and
 read back like the real modality plugins do. Registered by import name in build workers via
@@ -38,7 +39,9 @@ ACTIONS = 8  # expression entries the toy source varies
 
 @hookimpl
 def plugin_info():
-    return PluginInfo(kind="source", provides=("toy",))
+    # It provides a source, an editor and modalities too; it describes itself by its scorers so
+    # that a build can record their version (scorer_config.scorer_version).
+    return PluginInfo(kind="scorer", provides=("toy-score", "toy-noisy", "toy-broken", "toy-constant"))
 
 
 @hookimpl
@@ -60,8 +63,8 @@ def extract(source, config, ctx):
     return trials
 
 
-def make_instances(trials, modality, rng, count):
-    """Frame pairs of one subject; task types cycle through the 13 so each shard covers them."""
+def make_instances(trials, modality, rng, count, task_types=None):
+    """Frame pairs of one subject, of the task types asked for (default: cycling through all)."""
     time.sleep(float(trials[0].extras.get("delay_s", 0.0)) * count)
     by_subject = {}
     for trial in trials:
@@ -73,7 +76,7 @@ def make_instances(trials, modality, rng, count):
         subject, other = rng.choice(len(subjects), size=2, replace=False)
         trial = by_subject[subjects[subject]][int(rng.integers(2))]
         fa, fb = rng.choice(len(trial.frames), size=2, replace=False)
-        task = vocab.TASK_TYPES[(offset + n) % len(vocab.TASK_TYPES)]
+        task = task_types[n] if task_types is not None else vocab.TASK_TYPES[(offset + n) % len(vocab.TASK_TYPES)]
         part = vocab.GROUP_PARTS[vocab.task_group(task)][0]
         other_trial = by_subject[subjects[other]][0]
         make = lambda tr, fr, label: Target(label, tr.subject, (tr.frames[fr].state,), tr.transcript)  # noqa: E731

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from maskscore_core import schemas, vocab
+from maskscore_core import edits, schemas, vocab
 from maskscore_core.dataset import reader
 from maskscore_core.dataset.leakage import dataset_subjects
 from maskscore_core.dataset.plan import BuildConfig
@@ -26,6 +26,9 @@ def test_rl_train_of_all_eight_modalities_with_the_real_plugins(tmp_path):
     assert summary.rows == 8
     card = json.loads((root / "card.json").read_text())
     assert card["counts"]["modality"] == {m: 1 for m in vocab.MODALITIES}
+    # one instance per modality: its first task type, as planned
+    assert card["counts"]["modality_task_type"] == card["planned"]["modality_task_type"] == {
+        f"{m}/{edits.task_types(m)[0]}": 1 for m in vocab.MODALITIES}
     for modality, row in reader.iter_rows(root):  # validates every shard against its schema
         table = schemas.table_for_modality(modality)
         assert row["scores"] == [] and row[schemas.CANDIDATE_COLUMN[table]] == []
@@ -42,11 +45,14 @@ def test_rl_train_of_all_eight_modalities_with_the_real_plugins(tmp_path):
 @pytest.mark.slow
 def test_real_bench_is_byte_identical_when_built_twice(tmp_path):
     def build(name):
-        return run_build(BuildConfig(split="bench", out=tmp_path / name, rows=6, seed=0, subjects=24,
+        return run_build(BuildConfig(split="bench", out=tmp_path / name, rows=12, seed=0, subjects=24,
                                      modalities=("mesh", "keypoints"), views=2, resolution=32), progress=False)
 
     first, second = build("one"), build("two")
     assert first.card["content_sha256"] == second.card["content_sha256"]
+    # two instances per modality, the first two task types of each (the plan), made for real
+    assert first.card["counts"]["modality_task_type"] == first.card["planned"]["modality_task_type"] == {
+        "mesh/part_add": 3, "mesh/part_remove": 3, "keypoints/expression_change": 3, "keypoints/surface_edit": 3}
     files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
     assert any(p.suffix == ".glb" for p in files) and any(p.parts[0] == "conditioning" for p in files)
     for path in files:

@@ -1,7 +1,7 @@
 """The dataset card: DIR/README.md (for people and for `datasets`) and DIR/card.json.
 
-It states counts per modality, task type and dimension, the task-type plan, the build config,
-and a content hash over every shard, asset and sidecar byte, so two builds can be compared by
+It states counts per modality, task type and dimension, planned against actual (the plan's
+proportion rule is in `plan`), the build config, and a content hash over every shard, asset and sidecar byte, so two builds can be compared by
 one line. Nothing in it depends on the clock or on the machine.
 """
 
@@ -68,6 +68,26 @@ def count_rows(root: Path) -> dict:
     }
 
 
+def planned_counts(planned: dict[str, dict[str, int]]) -> dict:
+    """The plan's rows per modality, per task type and per (modality, task type), keyed as count_rows."""
+    per_task = {t: sum(tasks.get(t, 0) for tasks in planned.values()) for t in vocab.TASK_TYPES}
+    return {
+        "rows": sum(sum(tasks.values()) for tasks in planned.values()),
+        "modality": {m: sum(planned[m].values()) for m in vocab.MODALITIES if m in planned},
+        "task_type": {t: n for t, n in per_task.items() if n},
+        "modality_task_type": dict(sorted((f"{m}/{t}", n) for m, tasks in planned.items() for t, n in tasks.items())),
+    }
+
+
+def _versus(header: str, planned: dict[str, int], actual: dict[str, int], total: int) -> list[str]:
+    """A table of planned and actual rows (and the actual share) for every name in either."""
+    lines = [f"| {header} | planned rows | actual rows | share |", "| --- | ---: | ---: | ---: |"]
+    for name in list(planned) + [n for n in actual if n not in planned]:
+        n = actual.get(name, 0)
+        lines.append(f"| {name} | {planned.get(name, 0)} | {n} | {100.0 * n / total:.1f}% |")
+    return lines
+
+
 def _table(header: tuple[str, str, str], counts: dict[str, int], total: int) -> list[str]:
     lines = [f"| {header[0]} | {header[1]} | {header[2]} |", "| --- | ---: | ---: |"]
     for name, n in counts.items():
@@ -75,11 +95,13 @@ def _table(header: tuple[str, str, str], counts: dict[str, int], total: int) -> 
     return lines
 
 
-def write_card(root: Path, config: dict, subjects: int) -> dict:
-    """Write README.md and card.json; return the card's data."""
+def write_card(root: Path, config: dict, subjects: int, planned: dict[str, dict[str, int]]) -> dict:
+    """Write README.md and card.json; return the card's data. `planned`: rows per modality and
+    task type that the build's plan asked for."""
     root = Path(root)
     counts = count_rows(root)
-    card = {"config": config, "counts": counts, "subjects": subjects, "content_sha256": content_hash(root)}
+    plan = planned_counts(planned)
+    card = {"config": config, "counts": counts, "planned": plan, "subjects": subjects, "content_sha256": content_hash(root)}
     atomic.write_text(root / "card.json", json.dumps(card, indent=2, sort_keys=True) + "\n")
     split = config["split"]
     total = max(counts["rows"], 1)
@@ -95,21 +117,23 @@ def write_card(root: Path, config: dict, subjects: int) -> dict:
         "Each row is one edit instance (frame A -> frame B of one subject, 'edit the {part} to match frame B')"
         " in one modality" + (", for one scoring dimension; candidates are the five-rung ladder in order"
         " (rung 1 = frame B's part on frame A, best; 5 = wrong subject) and `scores` align with them." if split != "rl-train" else "."),
-        "Rows are spread evenly over the modalities (the remainder to the first in vocabulary order); each"
-        " edit's task type follows the part the instance maker drew for it (see docs/datasets.md).",
+        "The plan (docs/datasets.md): edit instances are spread evenly over the modalities (the remainder"
+        " to the first in vocabulary order); within a modality, instances take its task types in turn"
+        " (those its task table gives, vocabulary order), so each gets an equal share, the remainder to"
+        " the first. Planned and actual rows are listed side by side; the build fails if they differ.",
         "",
         f"Content hash (sha256 over every shard, asset and sidecar file): `{card['content_sha256']}`",
         "",
         "## Rows per modality",
-        *_table(("modality", "rows", "share"), counts["modality"], total),
+        *_versus("modality", plan["modality"], counts["modality"], total),
         "",
         "## Rows per task type",
-        *_table(("task type", "rows", "share"), counts["task_type"], total),
+        *_versus("task type", plan["task_type"], counts["task_type"], total),
         "",
         "Task types with no row: " + (", ".join(counts["absent_task_types"]) or "none") + ".",
         "",
         "## Rows per modality and task type",
-        *_table(("modality/task type", "rows", "share"), counts["modality_task_type"], total),
+        *_versus("modality/task type", plan["modality_task_type"], counts["modality_task_type"], total),
         "",
         "## Rows per dimension",
         *_table(("dimension", "rows", "share"), counts["dimension"], total),

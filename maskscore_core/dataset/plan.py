@@ -1,9 +1,18 @@
-"""A build's configuration and its fixed shard plan.
+"""A build's configuration and its fixed plan: which (modality, task type) each instance is.
 
-The plan is a pure function of the config (split, rows, modalities, shard size): instances are
-spread evenly over the modalities (the remainder goes to the first ones in vocabulary order),
-then cut into shards of `shard_size` instances. Each shard's content depends only on the config
-and its own index, so shards can be built in any order, on any worker, and rebuilt after a crash.
+The plan is a pure function of the config (split, rows, modalities, shard size) and of the task
+tables (`edits.task_types`, read when the plan is made, so a task type added to a table is
+planned without touching this module). The stated proportion rule:
+
+1. instances (rows / rows-per-instance, rounded up) are spread evenly over the modalities, the
+   remainder to the first ones in vocabulary order;
+2. within a modality, instance slots take its task types in turn (vocabulary order, round
+   robin), so every task type of a modality gets an equal share, the remainder to the first
+   ones, and any run of consecutive slots mixes them;
+3. each modality's slots are cut into shards of `shard_size` instances.
+
+Each shard's content depends only on the config and its own index, so shards can be built in
+any order, on any worker, and rebuilt after a crash.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from .. import vocab
+from .. import edits, vocab
 from .splits import SCORED_SPLITS, check_split
 
 # The design's sizes (EditScore's three datasets).
@@ -107,17 +116,24 @@ class BuildConfig:
             "resolution": self.resolution,
             "shard_size": self.instances_per_shard,
             "instance_maker": self.instance_maker,
+            # the tables the plan read: a build made with other tables is another dataset
+            "task_types": {m: list(edits.task_types(m)) for m in self.modalities},
         }
 
 
 @attrs.frozen
 class ShardSpec:
-    """One shard: `count` instances of one modality, the `index`-th shard of that modality."""
+    """One shard: instances of one modality, the `index`-th shard of that modality; `task_types`
+    holds the planned task type of each of its instances, in order."""
 
     split: str
     modality: str
     index: int
-    count: int
+    task_types: tuple[str, ...] = attrs.field(converter=tuple)
+
+    @property
+    def count(self) -> int:
+        return len(self.task_types)
 
     @property
     def name(self) -> str:
@@ -138,11 +154,29 @@ def instances_per_modality(config: BuildConfig) -> dict[str, int]:
     return {m: base + (1 if i < remainder else 0) for i, m in enumerate(config.modalities)}
 
 
-def shard_plan(config: BuildConfig) -> list[ShardSpec]:
-    """The fixed list of shards, in (modality, index) order."""
-    shards = []
+def task_slots(modality: str, instances: int) -> tuple[str, ...]:
+    """The task type of each of `modality`'s instance slots: its task types in turn."""
+    tasks = edits.task_types(modality)
+    if not tasks:
+        raise PlanError(f"the {modality} modality has no task type in edits.TASK_TABLE; it cannot be planned")
+    return tuple(tasks[i % len(tasks)] for i in range(instances))
+
+
+def planned_instances(config: BuildConfig) -> dict[str, dict[str, int]]:
+    """Planned instances per modality and task type (task types in vocabulary order)."""
+    planned = {}
     for modality, instances in instances_per_modality(config).items():
-        size = config.instances_per_shard
+        slots = task_slots(modality, instances)
+        planned[modality] = {t: slots.count(t) for t in vocab.TASK_TYPES if t in slots}
+    return planned
+
+
+def shard_plan(config: BuildConfig) -> list[ShardSpec]:
+    """The fixed list of shards, in (modality, index) order, each with its instances' task types."""
+    shards = []
+    size = config.instances_per_shard
+    for modality, instances in instances_per_modality(config).items():
+        slots = task_slots(modality, instances)
         for index in range(math.ceil(instances / size)):
-            shards.append(ShardSpec(config.split, modality, index, min(size, instances - index * size)))
+            shards.append(ShardSpec(config.split, modality, index, slots[index * size:(index + 1) * size]))
     return shards

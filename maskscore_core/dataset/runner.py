@@ -20,8 +20,9 @@ from tqdm import tqdm
 from . import atomic
 from .card import write_card
 from .leakage import check_leakage
-from .plan import BuildConfig, ShardSpec, shard_plan
-from .shard import PARTIAL_DIR, WORK_DIR, build_shard, forget_trials
+from .plan import BuildConfig, ShardSpec, planned_instances, shard_plan
+from .scorer_config import for_build
+from .shard import PARTIAL_DIR, WORK_DIR, build_shard, forget_trials, register_plugin_modules
 
 CONFIG_MARKER = ".build-config.json"
 
@@ -39,11 +40,20 @@ class BuildSummary:
     card: dict
 
 
-def _claim_directory(config: BuildConfig) -> None:
+def content_config(config: BuildConfig) -> dict:
+    """What decides the dataset's bytes, plus (scored splits) the full configuration of the scorer
+    that labelled the rows, version included, so `maskscore eval` can tell when the stored scores
+    are the results it is asked for."""
+    register_plugin_modules(config.plugin_modules)
+    scorer = for_build(config.scorer, config.views, config.resolution, config.seed) if config.scored else None
+    return {**config.content_config(), "scorer_config": scorer.as_dict() if scorer else None}
+
+
+def _claim_directory(config: BuildConfig, content: dict) -> None:
     """Refuse to resume into a directory built with another config: never mix two datasets."""
     root = Path(config.out)
     marker = root / CONFIG_MARKER
-    wanted = json.dumps(config.content_config(), indent=2, sort_keys=True) + "\n"
+    wanted = json.dumps(content, indent=2, sort_keys=True) + "\n"
     if marker.exists():
         if marker.read_text() != wanted:
             raise BuildError(f"{root} holds a build with another config ({marker}); use a fresh --out")
@@ -105,7 +115,8 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
     """Build (or finish building) the dataset described by `config` under `config.out`."""
     root = Path(config.out)
     root.mkdir(parents=True, exist_ok=True)
-    _claim_directory(config)
+    content = content_config(config)
+    _claim_directory(config, content)
     plan = shard_plan(config)
     pending = [spec for spec in plan if not spec.parquet_path(root).exists()]
     done_rows = sum(_expected_rows(config, s) for s in plan if s not in pending)
@@ -119,7 +130,11 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
     forget_trials(root)
     for leftover in (PARTIAL_DIR, WORK_DIR):
         shutil.rmtree(root / leftover, ignore_errors=True)
-    card = write_card(root, config.content_config(), subjects=len(subjects))
+    planned_rows = {m: {t: n * config.rows_per_instance for t, n in tasks.items()}
+                    for m, tasks in planned_instances(config).items()}
+    card = write_card(root, content, subjects=len(subjects), planned=planned_rows)
     if card["counts"]["rows"] != total_rows:
         raise BuildError(f"{root}: {card['counts']['rows']} rows on disk, the plan has {total_rows}")
+    if card["counts"]["modality_task_type"] != card["planned"]["modality_task_type"]:
+        raise BuildError(f"{root}: rows per modality and task type differ from the plan; see {root / 'card.json'}")
     return BuildSummary(root, total_rows, built, len(plan) - len(pending), card)

@@ -26,6 +26,7 @@ from ..context import Context
 from ..records import Candidate, EditInstance, converter
 from . import atomic
 from .plan import BuildConfig, ShardSpec
+from .scorer_config import hook_config
 from .splits import SPLITS, trials_for_split
 
 PARTIAL_DIR = ".partial"
@@ -98,8 +99,10 @@ def split_trials(config: BuildConfig) -> list:
 
 
 def scoring_config(config: BuildConfig) -> dict:
-    """ctx.config for every hook of the build: the render size the scorer uses."""
-    return {"views": config.views, "resolution": config.resolution}
+    """ctx.config for every hook of the build: the render size the scorer uses, and the rest of
+    what `maskscore eval` hands a scorer (one pass, default weights, temperature 0), so an eval
+    of the same scorer configuration makes the very same `score` calls."""
+    return hook_config(config.views, config.resolution)
 
 
 def shard_rng(config: BuildConfig, spec: ShardSpec) -> np.random.Generator:
@@ -187,9 +190,13 @@ def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
 
     trials = split_trials(config)
     make_instances = load_instance_maker(config.instance_maker)
-    instances = list(make_instances(trials, spec.modality, shard_rng(config, spec), spec.count))
+    instances = list(make_instances(trials, spec.modality, shard_rng(config, spec), spec.count, task_types=spec.task_types))
     if len(instances) != spec.count:
         raise ShardError(f"{spec.modality} {spec.name}: asked for {spec.count} instances, the instance maker gave {len(instances)}")
+    for position, (instance, planned) in enumerate(zip(instances, spec.task_types)):
+        if instance.instruction.task_type != planned:
+            raise ShardError(f"{spec.modality} {spec.name}, instance {position}: the plan asks for task type {planned!r},"
+                             f" the instance maker gave {instance.instruction.task_type!r}")
     rows = []
     sidecars = {}
     for position, instance in enumerate(instances):

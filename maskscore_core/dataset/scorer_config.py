@@ -1,0 +1,76 @@
+"""A scorer's full configuration: what decides its answers, so results can be keyed and reused.
+
+The build records the configuration its scorer labelled the rows with (`for_build`), and
+`maskscore eval` compares a requested configuration with it: equal configurations give the
+same hook calls (`hook_config`), so the bench's stored scores are that scorer's results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import attrs
+
+from .. import plugins
+
+DEFAULT_WEIGHTS = "default"
+
+
+class ScorerConfigError(ValueError):
+    """A scorer configuration that cannot be made (unknown scorer, bad pass count)."""
+
+
+def scorer_version(name: str) -> str:
+    """'distribution==version' of the plugin that provides scorer `name`."""
+    for record in plugins.list_plugins():
+        if record.error is None and record.kind == "scorer" and name in record.provides:
+            return f"{record.distribution}=={record.version}"
+    raise ScorerConfigError(
+        f"no installed scorer plugin provides {name!r}; installed scorers: {', '.join(sorted(plugins.providers('scorer')))}"
+    )
+
+
+@attrs.frozen
+class ScorerConfig:
+    """Everything that decides a scorer's answers; two configs never share cached results."""
+
+    name: str
+    version: str
+    weights: str = DEFAULT_WEIGHTS
+    num_pass: int = 1
+    temperature: float = 0.0
+    views: int = 8
+    resolution: int = 256
+    seed: int = 0
+
+    def __attrs_post_init__(self):
+        if self.num_pass < 1:
+            raise ScorerConfigError(f"--num-pass must be at least 1, got {self.num_pass}")
+
+    def as_dict(self) -> dict:
+        return attrs.asdict(self)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def pass_seed(self, pass_index: int) -> int:
+        """ctx.seed of pass `pass_index`."""
+        return self.seed + pass_index
+
+    def hook_config(self, pass_index: int) -> dict:
+        """ctx.config of pass `pass_index` of the `score` hook (build and eval alike)."""
+        return hook_config(self.views, self.resolution, self.temperature, self.weights, pass_index)
+
+
+def hook_config(views: int, resolution: int, temperature: float = 0.0, weights: str = DEFAULT_WEIGHTS,
+                pass_index: int = 0) -> dict:
+    """ctx.config the `score` hook receives; the build's scoring uses the defaults (one pass)."""
+    return {"views": views, "resolution": resolution, "temperature": temperature, "weights": weights, "pass": pass_index}
+
+
+def for_build(name: str, views: int, resolution: int, seed: int) -> ScorerConfig:
+    """The configuration a build scores with: one pass, default weights, temperature 0, the
+    build's render size and seed."""
+    return ScorerConfig(name=name, version=scorer_version(name), views=views, resolution=resolution, seed=seed)
