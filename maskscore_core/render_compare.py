@@ -19,18 +19,20 @@ Distances (each a mean over the region's pixels of all views together):
 
 Head alignment: real frame pairs differ by a small head motion besides the part (edits allow up
 to ~1 degree per head-carrying bone), and for a small part (an eyebrow moves a few millimetres)
-that rigid motion would dominate every pixel of the part. So frame B is first moved rigidly
-(rotation + translation, least squares, no scale) onto frame A on the head's rigid vertices
-(`ALIGN_PARTS`: hair and ears, minus the edited part), i.e. instruction_following compares the
-candidate with frame B's part as it sits on frame A's head; every candidate rendered from
-vertices is aligned the same way for instruction_following (one extra render and LPIPS forward
-each), so frame B itself still scores 1 there. Consistency uses the candidate as it is: moving
-the head is a change of "the rest". Depth-only candidates cannot be aligned. Not done for the neck, whose bones
-carry the head: there the head's motion is the edit. Instead, for the neck, consistency
-compares each candidate with frame A whose head has been carried along rigidly to the
-candidate's head (each vertex moved by its head skinning weight), so that turning the head as
-the neck edit demands is not counted as changing "the rest"; this costs one extra render and
-LPIPS forward per candidate.
+that rigid motion would dominate every pixel of the part. So frame B is first moved rigidly onto
+frame A by the head's own motion (`head_motion`: a least-squares fit on the vertices the head
+carries, net of facial actions and jaw and eye rotations), i.e. instruction_following compares
+the candidate with frame B's part as it sits on frame A's head; every candidate rendered from
+vertices is aligned the same way for instruction_following, so frame B itself still scores 1
+there. An alignment that moves the head by less than ALIGN_EPSILON_M is skipped, so a candidate
+whose head did not move (every frame-pair ladder rung but the wrong subject) costs one render
+and one LPIPS forward; one whose head moved costs a second of each. Consistency uses the
+candidate as it is: moving the head is a change of "the rest". Depth-only candidates cannot be
+aligned. Not done for the neck, whose bones carry the head: there the head's motion is the
+edit. Instead, for the neck, consistency compares each candidate with frame A whose head has
+been carried along rigidly to the candidate's head (each vertex moved by its head skinning
+weight), so that turning the head as the neck edit demands is not counted as changing "the
+rest" (again only re-rendered where that moves the head).
 
 Scores: each distance d maps to exp(-d / SCALES[name]) in (0, 1], 1 for d = 0, strictly
 decreasing. A dimension's score is the WEIGHTS-weighted mean of the scores of the distances it
@@ -48,6 +50,7 @@ import attrs
 import numpy as np
 import torch
 
+from . import head_motion
 from .records import CandidateScore, Decoded
 from .render import RenderResult, get_renderer
 from .views import ViewConfig
@@ -60,28 +63,23 @@ SCALES: dict[str, float] = {
     "ssim": 0.25,
     "lpips": 0.1,
     "activation": 0.1,
+    "appearance_l1": 0.1,  # mean |RGB| difference of shaded pictures, colours in [0, 1]
 }
 # Per-pixel depth differences are capped: a silhouette pixel that flips between the mesh and the
 # background (depth 0) would otherwise count as the full camera distance (~0.5 m), so sub-pixel
 # shifts of the outline would outweigh real changes of the surface.
 DEPTH_CAP = 0.05  # metres
-WEIGHTS: dict[str, float] = {"depth_l1": 1.0, "normal_l1": 1.0, "ssim": 1.0, "lpips": 1.0, "activation": 1.0}
+WEIGHTS: dict[str, float] = {
+    "depth_l1": 1.0, "normal_l1": 1.0, "ssim": 1.0, "lpips": 1.0, "activation": 1.0, "appearance_l1": 1.0,
+}  # fmt: skip
 OVERALL_WEIGHTS: dict[str, float] = {"instruction_following": 0.5, "consistency": 0.5}
 
-# Parts that move only rigidly with the head (no facial action moves them): B is aligned to A on them.
-ALIGN_PARTS = ("front hair", "back hair", "ears")
 NO_ALIGN_PARTS = ("neck",)
 # An alignment that moves no vertex of the head further than this is skipped (no re-render): a
 # quarter of a millimetre is about a fifth of a pixel at the default framing (0.6 m, 30 degrees,
 # 256 px). Only the head's vertices count, since the cameras frame the head: a rotation too small
 # to see there still moves the feet, 1.5 m away, by more.
 ALIGN_EPSILON_M = 2.5e-4
-
-
-def alignment_moves(aligned: np.ndarray, vertices: np.ndarray, ids: np.ndarray) -> bool:
-    """Whether a head alignment moves the head (the vertices `ids`) by more than ALIGN_EPSILON_M."""
-    return bool(np.abs(aligned[ids] - vertices[ids]).max() > ALIGN_EPSILON_M)
-HEAD_BONES = ("Head", "HeadEnd", "Jaw", "LeftEye", "RightEye")
 HEAD_ACCESSORY_PARTS = ("headwear", "eyewear", "earwear")
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
@@ -91,24 +89,15 @@ class RenderCompareError(ValueError):
     """Inputs the metric cannot compare (nothing to render, wrong map sizes, invisible part)."""
 
 
-def head_alignment_ids(part: str) -> np.ndarray | None:
-    """Reference-mesh vertex ids frame B is aligned to frame A on (None: no alignment)."""
-    from . import parts
-
-    if part in NO_ALIGN_PARTS:
-        return None
-    ids = [parts.part_vertex_ids(p) for p in ALIGN_PARTS if p != part]
-    return np.unique(np.concatenate(ids))
-
-
-def head_weights() -> np.ndarray:
+@functools.cache
+def _head_weights() -> np.ndarray:
     """(V,) how much each reference-mesh vertex is carried by the head: its skinning weight on
-    HEAD_BONES (1 for accessories worn on the head, 0 for the others)."""
+    the head's bones (1 for accessories worn on the head, 0 for the others)."""
     from .reference_mesh import get_reference_mesh
 
     mesh = get_reference_mesh()
     weights, bones = mesh.body.skinning()
-    head = np.isin(bones, [mesh.body.bone_index(name) for name in HEAD_BONES])
+    head = np.isin(bones, [mesh.body.bone_index(name) for name in head_motion.HEAD_BONES])
     out = np.zeros(mesh.vertex_count)
     out[: mesh.anny_vertex_count] = np.clip((weights * head).sum(axis=1), 0.0, 1.0)
     for slot in mesh.slots:
@@ -116,30 +105,6 @@ def head_weights() -> np.ndarray:
             start, stop = mesh.slot_ranges[slot.name]
             out[start:stop] = 1.0
     return out
-
-
-def rigid_transform(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(R, t) minimising |R source + t - target|^2 over matching points (Kabsch, no reflection)."""
-    src_centre, dst_centre = source.mean(axis=0), target.mean(axis=0)
-    u, _s, vt = np.linalg.svd((source - src_centre).T @ (target - dst_centre))
-    sign = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
-    rotation = vt.T @ np.diag([1.0, 1.0, sign]) @ u.T
-    return rotation, dst_centre - src_centre @ rotation.T
-
-
-def carry_head(vertices: np.ndarray, onto: np.ndarray, ids: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """`vertices` with its head moved rigidly onto `onto`'s head (fitted on `ids`), each vertex
-    by its head weight (0: stays, 1: moves fully), so the neck bends smoothly in between."""
-    rotation, translation = rigid_transform(vertices[ids], onto[ids])
-    moved = vertices @ rotation.T + translation
-    return vertices + weights[:, None] * (moved - vertices)
-
-
-def rigid_align(source: np.ndarray, target: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """All of `source` moved by the rotation + translation that best maps source[ids] onto
-    target[ids] in the least-squares sense (Kabsch, reflections excluded)."""
-    rotation, translation = rigid_transform(source[ids], target[ids])
-    return source @ rotation.T + translation
 
 
 def distance_score(name: str, distance: float) -> float:
@@ -168,6 +133,7 @@ class Side:
     render: RenderResult | None = None
     activations: np.ndarray | None = None
     render_vertices: np.ndarray | None = None  # the validated vertices it was rendered from
+    appearance: object | None = None  # records.Appearance: its look, where the modality carries one
 
 
 @attrs.frozen(eq=False)
@@ -182,7 +148,7 @@ class PreparedReference:
     lpips_a: object | None  # image_metrics.LpipsFeatures of A's normals (N images)
     lpips_b: object | None
     vertices_a: np.ndarray | None = None  # frame A's validated vertices (mesh references)
-    align_ids: np.ndarray | None = None  # head vertices B and candidates are aligned to A on
+    head_frame: object | None = None  # head_motion.HeadFrame of frame A (mesh references)
     depth_b: np.ndarray | None = None  # frame B's depth as it is (for depth-only candidates)
 
 
@@ -211,7 +177,9 @@ class RenderCompare:
         if decoded.vertices is not None:
             vertices = self.renderer.check(decoded.vertices, what)
             result = self.renderer.render(vertices, what)
-            return Side(result.depth, result.coverage, result.normals, result, decoded.activations, vertices)
+            return Side(
+                result.depth, result.coverage, result.normals, result, decoded.activations, vertices, decoded.appearance
+            )
         if decoded.depth is not None:
             depth = np.asarray(decoded.depth, dtype=np.float32)
             size = self.view_config.resolution
@@ -235,13 +203,15 @@ class RenderCompare:
 
         parts.check_active(part)
         a = self._side(ref_a, "frame A")
-        ids = head_alignment_ids(part)
         b_as_is = self._side(ref_b, "frame B")
         b = b_as_is
-        if ids is not None and a.render_vertices is not None and b_as_is.render_vertices is not None:
-            aligned = rigid_align(b_as_is.render_vertices, a.render_vertices, ids)
-            if alignment_moves(aligned, b_as_is.render_vertices, ids):
-                b = self._side(attrs.evolve(ref_b, vertices=aligned), "frame B")
+        frame = None
+        if a.render_vertices is not None and b_as_is.render_vertices is not None:
+            frame = head_motion.head_frame(a.render_vertices, part)
+            if part not in NO_ALIGN_PARTS:
+                aligned = head_motion.align_to_a(frame, b_as_is.render_vertices)
+                if head_motion.moves_head(frame, b_as_is.render_vertices, aligned, ALIGN_EPSILON_M):
+                    b = self._side(attrs.evolve(ref_b, vertices=aligned), "frame B")
         if a.render is None or b.render is None:
             raise RenderCompareError(
                 "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
@@ -257,7 +227,7 @@ class RenderCompare:
         lpips_a, lpips_b = _split_features(features, [n, n])
         return PreparedReference(
             part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b,
-            vertices_a=a.render_vertices, align_ids=ids, depth_b=b_as_is.depth,
+            vertices_a=a.render_vertices, head_frame=frame, depth_b=b_as_is.depth,
         )  # fmt: skip
 
     # -- candidates ---------------------------------------------------------------------------
@@ -274,40 +244,31 @@ class RenderCompare:
         own_a: dict[int, Side] = {}
         for i in rendered:
             vertices = sides[i].render_vertices
-            if prepared.align_ids is not None:
-                aligned = rigid_align(vertices, prepared.vertices_a, prepared.align_ids)
-                if alignment_moves(aligned, vertices, prepared.align_ids):
+            if prepared.head_frame is None:
+                continue
+            if prepared.part in NO_ALIGN_PARTS:
+                carried = head_motion.carry_a_to(prepared.head_frame, prepared.vertices_a, vertices, _head_weights())
+                if head_motion.moves_head(prepared.head_frame, prepared.vertices_a, carried, ALIGN_EPSILON_M):
+                    own_a[i] = self._side(Decoded(vertices=carried), "frame A following the candidate's head")
+            else:
+                aligned = head_motion.align_to_a(prepared.head_frame, vertices)
+                if head_motion.moves_head(prepared.head_frame, vertices, aligned, ALIGN_EPSILON_M):
                     follow[i] = self._side(Decoded(vertices=aligned, activations=sides[i].activations), f"candidate {i}")
-            elif prepared.part in NO_ALIGN_PARTS:
-                ids, weights = _neck_follow_geometry()
-                carried = carry_head(prepared.vertices_a, vertices, ids, weights)
-                own_a[i] = self._side(Decoded(vertices=carried), "frame A following the candidate's head")
         lpips_maps: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         if rendered:
             lp = self.lpips
             n = self.view_config.count
-            extra_if = [i for i in rendered if i in follow]
-            extra_a = [i for i in rendered if i in own_a]
-            images = [sides[i].normals for i in rendered] + [follow[i].normals for i in extra_if]
-            images += [own_a[i].normals for i in extra_a]
-            feats = lp.features(_lpips_images(images))
-            count = len(rendered)
-            cand_feats, if_feats, a_feats = _split_features(
-                feats, [count * n, len(extra_if) * n, len(extra_a) * n]
-            )
-            to_a = lp.distance_map(cand_feats, prepared.lpips_a) if not extra_a else lp.distance_map(cand_feats, a_feats)
-            # instruction_following: the aligned images where there are, the candidates' own else
-            as_is = [k for k, i in enumerate(rendered) if i not in follow]
-            to_b_as_is = lp.distance_map(_pick_views(cand_feats, as_is, n), prepared.lpips_b) if as_is else None
-            to_b_aligned = lp.distance_map(if_feats, prepared.lpips_b) if extra_if else None
-            for k, i in enumerate(rendered):
-                if i in follow:
-                    j = extra_if.index(i)
-                    if_map = to_b_aligned[j * n : (j + 1) * n]
-                else:
-                    j = as_is.index(k)
-                    if_map = to_b_as_is[j * n : (j + 1) * n]
-                lpips_maps[i] = (if_map, to_a[k * n : (k + 1) * n])
+            # One LPIPS forward for every image: each candidate as it is, then its head-aligned
+            # copy and its own frame A where those were rendered.
+            sets = [("as_is", i) for i in rendered] + [("aligned", i) for i in follow] + [("own_a", i) for i in own_a]
+            images = [sides[i].normals for _kind, i in sets[: len(rendered)]]
+            images += [follow[i].normals for i in follow] + [own_a[i].normals for i in own_a]
+            chunks = dict(zip(sets, _split_features(lp.features(_lpips_images(images)), [n] * len(sets))))
+            for i in rendered:
+                as_is = chunks[("as_is", i)]
+                if_map = lp.distance_map(chunks.get(("aligned", i), as_is), prepared.lpips_b)
+                a_map = lp.distance_map(as_is, chunks.get(("own_a", i), prepared.lpips_a))
+                lpips_maps[i] = (if_map, a_map)
         return [
             self._score_one(prepared, follow.get(i, side), side, lpips_maps.get(i), own_a.get(i, prepared.a))
             for i, side in enumerate(sides)
@@ -332,6 +293,7 @@ class RenderCompare:
                 found["normal_l1"] = _masked_mean(np.abs(side.normals[region] - ref.normals[region]).mean(axis=-1), None)
                 found["ssim"] = max(0.0, 1.0 - _masked_ssim_by_view(side.normals, ref.normals, region))
                 found["lpips"] = max(0.0, float(lpips_map[torch.from_numpy(region)].to(torch.float64).mean()))
+        _add_appearance(distances, prepared, cand_if, cand, ref_a, inside, outside)
         if cand.activations is not None and prepared.b.activations is not None:
             from .speech import agreement
 
@@ -369,12 +331,6 @@ def _masked_ssim_by_view(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> floa
     return total / count
 
 
-@functools.cache
-def _neck_follow_geometry() -> tuple[np.ndarray, np.ndarray]:
-    """Vertex ids the head's motion is fitted on (hair and ears) and the head weights."""
-    return head_alignment_ids("face"), head_weights()
-
-
 def _masked_mean(values: np.ndarray, mask: np.ndarray | None) -> float:
     """Mean of `values` where `mask` is True (all of `values` when mask is None), summed in
     float64 so that the result does not hang on float32 rounding order."""
@@ -388,16 +344,6 @@ def _lpips_images(normal_sets: list[np.ndarray]) -> torch.Tensor:
     return normals_to_images(np.concatenate(normal_sets, axis=0))
 
 
-def _pick_views(features, candidates: list[int], views: int):
-    """The LPIPS features of the listed candidates' views (candidate-major batches)."""
-    from .image_metrics import LpipsFeatures
-
-    if len(candidates) * views == features.batch:
-        return features
-    rows = torch.cat([torch.arange(k * views, (k + 1) * views) for k in candidates])
-    return LpipsFeatures(layers=tuple(layer[rows] for layer in features.layers), image_size=features.image_size)
-
-
 def _split_features(features, sizes: list[int]):
     from .image_metrics import LpipsFeatures
 
@@ -408,3 +354,43 @@ def _split_features(features, sizes: list[int]):
         )
         start += size
     return out
+
+
+def appearance_regions(prepared: PreparedReference, inside: np.ndarray, outside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the shaded pictures are compared: (edited region, the rest of the picture).
+
+    The edited region is the part's pixels; when frame B's backdrop colour differs from frame A's
+    (a background_change), the backdrop too: every pixel neither frame covers. The rest is every
+    other pixel of the picture, backdrop included, so a look changed where it was not asked
+    (a backdrop, a wrong part's colour or light) costs consistency.
+    """
+    a, b = prepared.a.appearance, prepared.b.appearance
+    edited = inside
+    if a is not None and b is not None and a.background != b.background:
+        edited = inside | ~prepared.covered
+    return edited, ~edited
+
+
+def _add_appearance(distances, prepared: PreparedReference, cand_if: Side, cand: Side, ref_a: Side, inside, outside) -> None:
+    """Add `appearance_l1` (mean absolute RGB difference of the shaded pictures,
+    `appearance.shade`) to both dimensions when the candidate and frames A and B all carry an
+    appearance and were rendered from vertices; otherwise leave the geometric distances alone.
+
+    instruction_following shades the candidate in frame A's head frame (as compared with B);
+    consistency shades it as it is, against frame A (for the neck: frame A carried along to the
+    candidate's head, with frame A's look)."""
+    from .appearance import shade
+
+    look, look_a, look_b = cand.appearance, prepared.a.appearance, prepared.b.appearance
+    if look is None or look_a is None or look_b is None:
+        return
+    if cand.render is None or cand_if.render is None or ref_a.render is None or prepared.b.render is None:
+        return
+    edited, rest = appearance_regions(prepared, inside, outside)
+    pairs = (
+        ("instruction_following", shade(cand_if.render, look), shade(prepared.b.render, look_b), edited),
+        ("consistency", shade(cand.render, look), shade(ref_a.render, look_a), rest),
+    )
+    for dimension, picture, reference, region in pairs:
+        if region.any():
+            distances[dimension]["appearance_l1"] = _masked_mean(np.abs(picture[region] - reference[region]).mean(axis=-1), None)

@@ -1,0 +1,188 @@
+"""The head's own rigid motion between two meshes, net of facial actions and the jaw and eyes.
+
+Why not a rigid fit on the hair and ears alone: ANNY's facial actions move those vertices too,
+almost rigidly (jawOpen by ~1 mm, eyeLookIn by ~0.5 mm, browDown by ~0.1 mm), so such a fit
+reads a mouth edit as a head motion of about a millimetre, the size of a real 0.5-degree turn.
+The metric would then re-render every candidate of a mouth edit "aligned", for nothing.
+
+What is fitted instead: on every vertex the head carries (head skinning weight 1, minus the
+edited part's own vertices), the displacement from frame A to the other mesh is modelled as
+
+    rigid head motion (rotation about the head's centre + translation, 6 unknowns)
+    + sum over the 52 facial actions of a_k * D_k        (D_k: action k's displacement field)
+    + small rotations of the Jaw, LeftEye and RightEye bones (3 unknowns each, skinning-weighted)
+
+solved in the least-squares sense; the rigid part is the head's motion. D_k and the bone pivots
+are taken once from ANNY's reference subject and turned into frame A's head orientation. The
+model is linear (small motions: frame pairs turn the head by ~1 degree), so the solve is refined
+by a few Gauss-Newton steps, each a product with a pseudo-inverse computed once per frame A.
+Measured on ANNY: jawOpen 0 -> 0.8 gives a head motion under 0.05 mm (rigid fit on hair and
+ears: 1.0 mm); a 1-degree head turn with or without a mouth edit is recovered within 0.02 degree.
+Large jaw-bone turns are where the linear model is weakest: 0.15 rad leaves 0.03 degree, 0.35 rad
+0.15 degree (ANNY's own jaw is driven by the jawOpen action; only fits that free the Jaw bone
+turn it).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import attrs
+import numpy as np
+
+# Child bones of the head that move head vertices without moving the head.
+HEAD_CHILD_BONES: tuple[str, ...] = ("Jaw", "LeftEye", "RightEye")
+HEAD_BONES: tuple[str, ...] = ("Head", "HeadEnd", *HEAD_CHILD_BONES)
+# A vertex counts as carried by the head when its head skinning weight is at least this.
+CARRIED = 0.999
+GAUSS_NEWTON_STEPS = 4
+RANK_CUTOFF = 1e-12  # relative eigenvalue of the normal matrix (1e-6 in singular values)
+_CONVERGED_RAD = 1e-9
+_CONVERGED_M = 1e-10
+
+
+class HeadMotionError(ValueError):
+    """Meshes whose head motion cannot be fitted (wrong vertex count, nothing to fit on)."""
+
+
+@attrs.frozen
+class _Model:
+    """The reference subject's displacement fields, on the ANNY vertices."""
+
+    head_ids: np.ndarray  # (H,) vertices carried by the head
+    rest: np.ndarray  # (V, 3) reference subject, neutral
+    actions: np.ndarray  # (52, V, 3) displacement of each facial action at 1.0
+    bone_weights: np.ndarray  # (3, V) skinning weight of each head child bone
+    bone_pivots: np.ndarray  # (3, 3) their world positions on the reference subject
+
+
+@functools.cache
+def _model() -> _Model:
+    from .records import FACIAL_ACTIONS, BodyState
+    from .reference_mesh import get_reference_mesh
+
+    body = get_reference_mesh().body
+    out = body.forward([BodyState()] + [BodyState(expression=np.eye(FACIAL_ACTIONS)[k]) for k in range(FACIAL_ACTIONS)])
+    rest = out["vertices"][0]
+    weights, bones = body.skinning()
+    per_bone = {name: (weights * (bones == body.bone_index(name))).sum(axis=1) for name in HEAD_BONES}
+    carried = np.clip(sum(per_bone.values()), 0.0, 1.0)
+    return _Model(
+        head_ids=np.flatnonzero(carried >= CARRIED),
+        rest=rest,
+        actions=out["vertices"][1:] - rest,
+        bone_weights=np.stack([per_bone[name] for name in HEAD_CHILD_BONES]),
+        bone_pivots=np.stack([out["bone_poses"][0][body.bone_index(name)][:3, 3] for name in HEAD_CHILD_BONES]),
+    )
+
+
+def _kabsch(source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Rotation R minimising |R (source - mean) - (target - mean)|^2 (no reflection)."""
+    u, _s, vt = np.linalg.svd((source - source.mean(axis=0)).T @ (target - target.mean(axis=0)))
+    sign = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
+    return vt.T @ np.diag([1.0, 1.0, sign]) @ u.T
+
+
+def rotation_matrix(rotvec: np.ndarray) -> np.ndarray:
+    """Rodrigues' formula for one axis-angle vector."""
+    angle = float(np.linalg.norm(rotvec))
+    if angle < 1e-15:
+        return np.eye(3)
+    k = rotvec / angle
+    cross = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * cross + (1.0 - np.cos(angle)) * (cross @ cross)
+
+
+def _cross_columns(points: np.ndarray, pivot: np.ndarray, weights: np.ndarray | None = None) -> list[np.ndarray]:
+    """Displacements of `points` under a small rotation about each axis through `pivot`."""
+    columns = []
+    for axis in np.eye(3):
+        column = np.cross(axis, points - pivot)
+        columns.append(column if weights is None else weights[:, None] * column)
+    return columns
+
+
+@attrs.frozen(eq=False)
+class HeadFrame:
+    """Frame A's head, ready to measure other meshes' head motion against (built once per row)."""
+
+    ids: np.ndarray  # vertices fitted on
+    points: np.ndarray  # (n, 3) frame A's vertices there
+    centre: np.ndarray  # (3,) the rotation centre: their mean
+    rigid_solver: np.ndarray  # (6, 3n): rows of the pseudo-inverse giving the rigid unknowns
+
+
+def head_frame(vertices_a: np.ndarray, part: str | None = None) -> HeadFrame:
+    """Prepare frame A (its ANNY vertices first, accessory vertices after are ignored); the
+    edited `part`'s own vertices are left out of the fit, since the edit may reshape them."""
+    from . import parts
+
+    model = _model()
+    count = len(model.rest)
+    vertices_a = np.asarray(vertices_a, dtype=np.float64)
+    if vertices_a.ndim != 2 or vertices_a.shape[0] < count or vertices_a.shape[1] != 3:
+        raise HeadMotionError(f"frame A has vertices of shape {vertices_a.shape}; expected at least ({count}, 3)")
+    ids = model.head_ids
+    if part is not None:
+        ids = np.setdiff1d(ids, parts.part_vertex_ids(part)[parts.part_vertex_ids(part) < count])
+    if len(ids) < 100:
+        raise HeadMotionError(f"only {len(ids)} head vertices are left outside the part {part!r}")
+    points = vertices_a[ids]
+    centre = points.mean(axis=0)
+    # Frame A's head orientation relative to the reference subject turns the fields with it.
+    turn = _kabsch(model.rest[model.head_ids], vertices_a[model.head_ids])
+    ref_centre = model.rest[model.head_ids].mean(axis=0)
+    head_centre = vertices_a[model.head_ids].mean(axis=0)
+    columns = _cross_columns(points, centre) + [np.broadcast_to(axis, points.shape) for axis in np.eye(3)]
+    columns += [field[ids] @ turn.T for field in model.actions]
+    for weights, pivot in zip(model.bone_weights, model.bone_pivots):
+        columns += _cross_columns(points, (pivot - ref_centre) @ turn.T + head_centre, weights[ids])
+    matrix = np.stack([np.ascontiguousarray(c).ravel() for c in columns], axis=1)
+    norms = np.linalg.norm(matrix, axis=0)
+    keep = np.flatnonzero((norms > 1e-9) | (np.arange(matrix.shape[1]) < 6))  # fields that reach these vertices
+    # Rows of the pseudo-inverse for the 6 rigid unknowns, through the (small) normal matrix:
+    # an SVD of the tall matrix costs ~100x more. Directions the fields cannot tell apart
+    # (eigenvalues below RANK_CUTOFF of the largest) are dropped, as a pseudo-inverse does.
+    scaled = matrix[:, keep] / norms[keep]
+    values, vectors = np.linalg.eigh(scaled.T @ scaled)
+    kept = values > RANK_CUTOFF * values.max()
+    inverse = (vectors[:, kept] / values[kept]) @ vectors[:, kept].T
+    solver = (inverse[:6] @ scaled.T) / norms[:6, None]
+    return HeadFrame(ids=ids, points=points, centre=centre, rigid_solver=solver)
+
+
+def head_motion(frame: HeadFrame, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(R, t) with `vertices`' head ~= R (A's head - centre) + centre + t, net of facial actions
+    and jaw and eye rotations."""
+    target = np.asarray(vertices, dtype=np.float64)[frame.ids]
+    rotation, translation = np.eye(3), np.zeros(3)
+    for _step in range(GAUSS_NEWTON_STEPS):
+        # The residual is taken in frame A's head frame, where the action fields were turned to.
+        back = (target - frame.centre - translation) @ rotation + frame.centre
+        step = frame.rigid_solver @ (back - frame.points).ravel()
+        translation = translation + rotation @ step[3:]
+        rotation = rotation @ rotation_matrix(step[:3])
+        if np.linalg.norm(step[:3]) < _CONVERGED_RAD and np.linalg.norm(step[3:]) < _CONVERGED_M:
+            break
+    return rotation, translation
+
+
+def align_to_a(frame: HeadFrame, vertices: np.ndarray) -> np.ndarray:
+    """All of `vertices` moved rigidly so that their head sits where frame A's head is."""
+    rotation, translation = head_motion(frame, vertices)
+    vertices = np.asarray(vertices, dtype=np.float64)
+    return (vertices - frame.centre - translation) @ rotation + frame.centre
+
+
+def carry_a_to(frame: HeadFrame, vertices_a: np.ndarray, vertices: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Frame A with its head carried along to `vertices`' head, each vertex by its head weight
+    (0: stays, 1: moves fully), so that the neck bends smoothly in between."""
+    rotation, translation = head_motion(frame, vertices)
+    vertices_a = np.asarray(vertices_a, dtype=np.float64)
+    moved = (vertices_a - frame.centre) @ rotation.T + frame.centre + translation
+    return vertices_a + weights[:, None] * (moved - vertices_a)
+
+
+def moves_head(frame: HeadFrame, before: np.ndarray, after: np.ndarray, epsilon: float) -> bool:
+    """Whether going from `before` to `after` moves any fitted head vertex by more than epsilon."""
+    return bool(np.abs(np.asarray(after)[frame.ids] - np.asarray(before)[frame.ids]).max() > epsilon)

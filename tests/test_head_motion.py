@@ -1,0 +1,84 @@
+"""The head's own motion is told apart from what facial actions and jaw/eye bones do to the head."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from maskscore_core import head_motion
+from maskscore_core.records import BodyState
+from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.render_compare import ALIGN_EPSILON_M
+
+OTHER = {"gender": 0.9, "weight": 0.8, "age": 0.3}
+
+
+def state(actions=None, head_yaw=0.0, neck_pitch=0.0, phenotype=None, bones=None) -> BodyState:
+    body = get_reference_mesh().body
+    expression = np.zeros(len(body.action_names))
+    for name, value in (actions or {}).items():
+        expression[body.action_index(name)] = value
+    pose = np.zeros((78, 3))
+    pose[body.bone_index("Head"), 1] = head_yaw
+    pose[body.bone_index("Neck1"), 0] = neck_pitch
+    for name, rotvec in (bones or {}).items():
+        pose[body.bone_index(name)] = rotvec
+    return BodyState(expression=expression, pose=pose, phenotype=phenotype or {})
+
+
+def motion_degrees(rotation: np.ndarray) -> float:
+    return float(np.degrees(np.arccos(np.clip((np.trace(rotation) - 1) / 2, -1, 1))))
+
+
+def vertices(*states):
+    return get_reference_mesh().vertices(list(states))
+
+
+@pytest.mark.parametrize(
+    "a, b, part",
+    [
+        (state(), state({"jawOpen": 0.8}), "mouth"),
+        (state(), state({"jawOpen": 0.8, "mouthSmileLeft": 0.6, "cheekPuff": 0.5}), "mouth"),
+        (state(), state({"browDownLeft": 1.0, "browDownRight": 1.0}), "eyebrow"),
+        (state(), state({"eyeLookInLeft": 1.0, "eyeLookOutRight": 1.0}), "irides"),
+        (state(), state(bones={"Jaw": [0.15, 0.0, 0.0], "LeftEye": [0.3, 0.2, 0.0]}), "mouth"),
+        (state(head_yaw=0.09, neck_pitch=0.05), state({"jawOpen": 0.8}, head_yaw=0.09, neck_pitch=0.05), "mouth"),
+        (state(phenotype=OTHER), state({"jawOpen": 0.8}, phenotype=OTHER), "mouth"),
+    ],
+    ids=["jaw", "mouth-mix", "brows", "gaze", "jaw-bone", "turned-subject", "other-subject"],
+)
+def test_a_face_edit_is_not_a_head_motion(a, b, part):
+    """The rigid fit on hair and ears alone reads these as 0.1-1.3 mm head motions."""
+    va, vb = vertices(a, b)
+    frame = head_motion.head_frame(va, part)
+    rotation, translation = head_motion.head_motion(frame, vb)
+    assert motion_degrees(rotation) < 0.05  # (an 8.6-degree jaw bone turn leaves 0.03: linearised)
+    assert np.linalg.norm(translation) < 1e-4
+    aligned = head_motion.align_to_a(frame, vb)
+    assert not head_motion.moves_head(frame, vb, aligned, ALIGN_EPSILON_M)  # no second render
+
+
+@pytest.mark.parametrize("yaw_degrees", [0.5, 1.0, 3.0])
+def test_a_real_head_turn_is_recovered_with_or_without_a_face_edit(yaw_degrees):
+    a = state()
+    for actions in ({}, {"jawOpen": 0.8, "browInnerUp": 0.7}):
+        va, vb = vertices(a, state(actions, head_yaw=np.radians(yaw_degrees)))
+        frame = head_motion.head_frame(va, "mouth")
+        rotation, _translation = head_motion.head_motion(frame, vb)
+        assert motion_degrees(rotation) == pytest.approx(yaw_degrees, rel=0.03)
+        assert head_motion.moves_head(frame, vb, head_motion.align_to_a(frame, vb), ALIGN_EPSILON_M)
+
+
+def test_a_rigid_copy_of_frame_a_is_aligned_back_exactly():
+    va = vertices(state({"jawOpen": 0.3}))[0]
+    frame = head_motion.head_frame(va, "eyebrow")
+    rotation = head_motion.rotation_matrix(np.radians([1.0, -2.0, 0.5]))
+    moved = (va - frame.centre) @ rotation.T + frame.centre + np.array([0.003, -0.001, 0.002])
+    assert np.abs(head_motion.align_to_a(frame, moved) - va).max() < 1e-8
+    weights = np.ones(len(va))
+    assert np.abs(head_motion.carry_a_to(frame, va, moved, weights) - moved).max() < 1e-8
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(head_motion.HeadMotionError, match="shape"):
+        head_motion.head_frame(np.zeros((10, 3)), "mouth")
