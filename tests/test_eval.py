@@ -5,9 +5,11 @@ duplicates)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner
 
@@ -15,6 +17,7 @@ from maskscore_core import hookimpl, plugins
 from maskscore_core.dataset import evaluate, protocol
 from maskscore_core.dataset.evaluate import EvalError, ResultCache, ScorerConfig
 from maskscore_core.dataset.metrics import grade_row
+from maskscore_core.dataset.reader import DatasetReadError
 from maskscore_core.dataset.runner import run_build
 from maskscore_core.dataset.shard import register_plugin_modules
 from maskscore_core.records import CandidateScore, PluginInfo
@@ -159,7 +162,7 @@ def test_avg_at_n_averages_seeded_passes(bench, fixed, tmp_path):
     for ident, record in results.items():
         expected = [sum(s[ident]["scores"]["overall"][i] for s in singles) / 3 for i in range(5)]
         assert record["scores"]["overall"] == pytest.approx(expected)
-    with pytest.raises(EvalError, match="--num-pass"):
+    with pytest.raises(evaluate.ScorerConfigError, match="--num-pass"):
         ScorerConfig(name="toy-noisy", version="test", num_pass=0)
 
 
@@ -178,3 +181,53 @@ def test_eval_command_writes_results_and_summary(bench, fixed, tmp_path):
     assert (summary["scorer"]["views"], summary["scorer"]["resolution"]) == (3, 40)
     unknown = CliRunner().invoke(eval_command, ["--bench", str(bench), "--scorer", "nope", "--quiet"])
     assert unknown.exit_code != 0 and "no installed scorer plugin provides 'nope'" in str(unknown.exception)
+
+
+def _built_with(bench) -> ScorerConfig:
+    """The configuration the bench fixture was scored with (toy_config: seed 3; 3 views, 40 px)."""
+    return ScorerConfig(name="toy-score", version=evaluate.scorer_version("toy-score"), views=3, resolution=40, seed=3)
+
+
+def _without_source(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k != "scores_from"}
+
+
+def test_stored_scores_are_the_results_of_the_configuration_that_built_the_bench(bench, fixed, tmp_path):
+    config = _built_with(bench)
+    assert evaluate.bench_scorer_config(bench) == config.as_dict()
+    stored = evaluate.evaluate(bench, config, tmp_path / "stored.jsonl", resamples=100)
+    rescored = evaluate.evaluate(bench, config, tmp_path / "rescored.jsonl", resamples=100, rescore=True)
+    assert (stored["scores_from"], rescored["scores_from"]) == ("bench", "scorer")
+    assert not (tmp_path / "stored.jsonl").exists()  # nothing scored, nothing cached
+    assert len((tmp_path / "rescored.jsonl").read_text().splitlines()) == 24
+    assert _without_source(stored) == _without_source(rescored)
+    # any other configuration (here the seed of its passes) is scored, never served stored scores
+    other = evaluate.evaluate(bench, attrs.evolve(config, seed=4), tmp_path / "other.jsonl", resamples=100)
+    assert other["scores_from"] == "scorer"
+
+
+def test_stored_scores_need_no_asset_file_and_rescore_names_the_missing_one(bench, fixed, tmp_path):
+    config = _built_with(bench)
+    before = evaluate.evaluate(bench, config, tmp_path / "r.jsonl", resamples=100)
+    shutil.rmtree(bench / "assets")
+    after = evaluate.evaluate(bench, config, tmp_path / "r.jsonl", resamples=100)
+    assert after == before and after["scores_from"] == "bench"
+    with pytest.raises(DatasetReadError, match=r"candidates cannot be read: FileNotFoundError: depth asset 'assets/depth/"):
+        evaluate.evaluate(bench, config, tmp_path / "r.jsonl", resamples=100, rescore=True)
+    # a broken bench is not a scorer failure: no error line was cached
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_eval_command_uses_stored_scores_by_default_and_rescores_on_request(bench, fixed, tmp_path):
+    from maskscore_core.cli.eval_command import eval_command
+
+    out = tmp_path / "results.jsonl"
+    args = ["--bench", str(bench), "--scorer", "toy-score", "--out", str(out), "--quiet"]
+    stored = CliRunner().invoke(eval_command, args)
+    assert stored.exit_code == 0, stored.output
+    assert "the scores stored in the bench at build time" in stored.output and not out.exists()
+    rescored = CliRunner().invoke(eval_command, [*args, "--rescore"])
+    assert rescored.exit_code == 0, rescored.output
+    assert "scored by the scorer plugin" in rescored.output and len(out.read_text().splitlines()) == 24
+    figures = [[line for line in r.output.splitlines() if not line.startswith(("- ", "results:"))] for r in (stored, rescored)]
+    assert figures[0] == figures[1] and any(line.startswith("| **overall accuracy** |") for line in figures[0])

@@ -9,7 +9,7 @@ import click
 
 from ..dataset import evaluate, report
 from ..dataset.atomic import write_text
-from ..dataset.reader import render_settings
+from ..dataset.reader import build_config, render_settings
 
 
 @click.command("eval")
@@ -20,24 +20,29 @@ from ..dataset.reader import render_settings
 @click.option("--weights", default="default", show_default=True, help="Weights identifier handed to the scorer.")
 @click.option("--views", type=int, default=None, help="Scorer views (default: the bench's build setting).")
 @click.option("--resolution", type=int, default=None, help="Scorer render size (default: the bench's build setting).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the passes and of the bootstrap.")
+@click.option("--seed", type=int, default=None, help="Seed of the passes and of the bootstrap (default: the bench's build seed).")
+@click.option("--rescore", is_flag=True,
+              help="Score with the scorer even when the bench stores scores of this exact configuration.")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Result cache (JSONL); default BENCH/eval/results.jsonl. The summary goes next to it.")
 @click.option("--quiet", is_flag=True)
-def eval_command(bench, scorer, num_pass, temperature, weights, views, resolution, seed, out, quiet):
-    """Grade SCORER on the bench; reuses cached results of the same configuration."""
+def eval_command(bench, scorer, num_pass, temperature, weights, views, resolution, seed, rescore, out, quiet):
+    """Grade SCORER on the bench; uses the bench's stored scores when they were made with this
+    exact scorer configuration (unless --rescore), and reuses cached results of the same one."""
     built = render_settings(bench)
     views = built["views"] if views is None else views
     resolution = built["resolution"] if resolution is None else resolution
+    seed = int(build_config(bench)["seed"]) if seed is None else seed
     config = evaluate.ScorerConfig(
         name=scorer, version=evaluate.scorer_version(scorer), weights=weights, num_pass=num_pass,
         temperature=temperature, views=views, resolution=resolution, seed=seed,
     )
     cache = out or bench / "eval" / "results.jsonl"
-    result = evaluate.evaluate(bench, config, cache, progress=not quiet)
+    result = evaluate.evaluate(bench, config, cache, progress=not quiet, rescore=rescore)
     stem = cache.with_name(f"{cache.stem}-{scorer}-{config.key}")
     write_text(stem.with_suffix(".json"), json.dumps(result, indent=2, sort_keys=True) + "\n")
     page = report.markdown([result])
     write_text(stem.with_suffix(".md"), page)
     click.echo(page)
-    click.echo(f"results: {cache}; summary: {stem.with_suffix('.json')}")
+    source = "the bench's stored scores (same scorer configuration)" if result["scores_from"] == "bench" else str(cache)
+    click.echo(f"results: {source}; summary: {stem.with_suffix('.json')}")

@@ -6,61 +6,38 @@ averaged over passes (Avg@N). Results are cached one line per (scorer configurat
 key) in a JSONL file; the configuration (scorer name, version, weights, num_pass, temperature,
 render size, seed) is hashed into `config_key`, so a rerun reuses exactly its own lines, never
 another configuration's, and appends only the keys it lacks. A scorer that raises on an instance
-gets an error line, never a score; its pairs then count as wrong.
+gets an error line, never a score; its pairs then count as wrong. A bench whose candidates
+cannot be read is an error of the bench (DatasetReadError), not of the scorer.
+
+The bench's rows already hold the scores of the scorer that built it, under the configuration
+the build recorded (card.json, `scorer_config`). When the requested configuration equals it,
+those stored scores are the results (nothing is scored; the report says so); `rescore=True`
+scores anyway.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import tempfile
 from pathlib import Path
 
-import attrs
+import json
+
 import numpy as np
 from tqdm import tqdm
 
 from .. import plugins, vocab
 from . import reader
-from .shard import make_context
 from .metrics import grade_row, summarize
+from .reader import DatasetReadError
+from .scorer_config import ScorerConfig, ScorerConfigError, scorer_version  # noqa: F401 - the eval API
+from .shard import make_context
+
+SCORES_FROM_BENCH = "bench"  # the scores stored in the bench rows at build time
+SCORES_FROM_SCORER = "scorer"  # the scorer run now (or its cached results)
 
 
 class EvalError(RuntimeError):
-    """An evaluation that cannot run (unknown scorer, bad cache file, ...)."""
-
-
-def scorer_version(name: str) -> str:
-    """'distribution==version' of the plugin that provides scorer `name`."""
-    for record in plugins.list_plugins():
-        if record.error is None and record.kind == "scorer" and name in record.provides:
-            return f"{record.distribution}=={record.version}"
-    raise EvalError(f"no installed scorer plugin provides {name!r}; installed scorers: {', '.join(sorted(plugins.providers('scorer')))}")
-
-
-@attrs.frozen
-class ScorerConfig:
-    """Everything that decides a scorer's answers; two configs never share cached results."""
-
-    name: str
-    version: str
-    weights: str = "default"
-    num_pass: int = 1
-    temperature: float = 0.0
-    views: int = 8
-    resolution: int = 256
-    seed: int = 0
-
-    def __attrs_post_init__(self):
-        if self.num_pass < 1:
-            raise EvalError(f"--num-pass must be at least 1, got {self.num_pass}")
-
-    def as_dict(self) -> dict:
-        return attrs.asdict(self)
-
-    @property
-    def key(self) -> str:
-        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
+    """An evaluation that cannot run (bad cache file, a scorer answering the wrong count, ...)."""
 
 
 class ResultCache:
@@ -103,16 +80,16 @@ class ResultCache:
 
 
 def _score_instance(root: Path, modality: str, row: dict, config: ScorerConfig, workdir: Path) -> dict:
-    """{dimension: [score per candidate]} averaged over passes; raises when the scorer fails."""
+    """{dimension: [score per candidate]} averaged over passes; raises when the scorer fails, and
+    DatasetReadError when the row's sidecar or candidate files cannot be read."""
     instance = reader.load_instance(root, row["key"])
     passes = []
     for n in range(config.num_pass):
-        ctx = make_context(
-            workdir, config.seed + n,
-            config={"views": config.views, "resolution": config.resolution, "temperature": config.temperature,
-                    "weights": config.weights, "pass": n, "dataset_root": str(root)},
-        )
-        candidates = reader.load_candidates(root, modality, row, ctx)
+        ctx = make_context(workdir, config.pass_seed(n), config={**config.hook_config(n), "dataset_root": str(root)})
+        try:
+            candidates = reader.load_candidates(root, modality, row, ctx)
+        except Exception as err:
+            raise DatasetReadError(f"bench row {row['key']}: its candidates cannot be read: {type(err).__name__}: {err}") from err
         scored = plugins.call("score", config.name, scorer=config.name, instance=instance, candidates=candidates, ctx=ctx)
         if len(scored) != len(candidates):
             raise EvalError(f"{config.name} returned {len(scored)} scores for {len(candidates)} candidates")
@@ -138,6 +115,8 @@ def score_bench(root: Path, config: ScorerConfig, cache: ResultCache, modalities
                 record = {"config_key": config.key, "config": config.as_dict(), "modality": modality, "key": key}
                 try:
                     record["scores"] = _score_instance(root, modality, row, config, Path(workdir))
+                except DatasetReadError:
+                    raise  # the bench is broken, not the scorer: no record, stop
                 except Exception as err:  # noqa: BLE001 - a scorer's failure is data, recorded as such
                     record["error"] = f"{type(err).__name__}: {err}"
                 cache.append(record)
@@ -145,12 +124,35 @@ def score_bench(root: Path, config: ScorerConfig, cache: ResultCache, modalities
     return results
 
 
+def bench_scorer_config(root: Path) -> dict | None:
+    """The scorer configuration the bench's stored scores were made with (None: not recorded)."""
+    return reader.build_config(root).get("scorer_config")
+
+
+def stored_results(root: Path, config: ScorerConfig, modalities=None) -> dict:
+    """The bench's stored scores as results of `config`, by (modality, key); reads no asset."""
+    results: dict[tuple[str, str], dict] = {}
+    for modality, row in reader.iter_rows(root, modalities):
+        record = results.setdefault((modality, row["key"]), {
+            "config_key": config.key, "config": config.as_dict(), "modality": modality, "key": row["key"], "scores": {}})
+        record["scores"][row["dimension"]] = [float(x) for x in row["scores"]]
+    for (modality, key), record in results.items():
+        missing = [d for d in vocab.DIMENSIONS if d not in record["scores"]]
+        if missing:
+            raise DatasetReadError(f"bench row {key} ({modality}) has no stored scores for {', '.join(missing)}")
+    return results
+
+
 def evaluate(root: Path, config: ScorerConfig, cache_path: Path, modalities=None, progress: bool = False,
-             resamples: int = 1000) -> dict:
-    """Score (or reuse) and grade the whole bench; return the report data."""
+             resamples: int = 1000, rescore: bool = False) -> dict:
+    """Grade `config` on the whole bench, from the bench's stored scores when they were made
+    with this very configuration (unless `rescore`), else by scoring (or reusing the cache)."""
     root = Path(root)
-    cache = ResultCache(cache_path)
-    results = score_bench(root, config, cache, modalities, progress)
+    from_bench = not rescore and bench_scorer_config(root) == config.as_dict()
+    if from_bench:
+        results = stored_results(root, config, modalities)
+    else:
+        results = score_bench(root, config, ResultCache(cache_path), modalities, progress)
     outcomes = []
     for modality, row in reader.iter_rows(root, modalities):
         record = results[(modality, row["key"])]
@@ -163,6 +165,7 @@ def evaluate(root: Path, config: ScorerConfig, cache_path: Path, modalities=None
         "bench": str(root),
         "scorer": config.as_dict(),
         "config_key": config.key,
+        "scores_from": SCORES_FROM_BENCH if from_bench else SCORES_FROM_SCORER,
         "instances": len(results),
         "failures": failures,
         **summary,

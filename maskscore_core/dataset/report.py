@@ -30,6 +30,13 @@ def markdown(reports: list[dict]) -> str:
         " interval; group and overall figures are unweighted means over task types.",
         "",
     ]
+    for name, r in zip(names, reports):
+        if r.get("scores_from") == "bench":
+            lines.append(f"- {name}: the scores stored in the bench at build time (the bench was scored with this"
+                         " exact scorer configuration; nothing was scored again; `--rescore` scores anew).")
+        else:
+            lines.append(f"- {name}: scored by the scorer plugin (or its cached results for this configuration).")
+    lines.append("")
     for dimension in vocab.DIMENSIONS:
         if not any(dimension in r["dimensions"] for r in reports):
             continue
