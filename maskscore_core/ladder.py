@@ -20,9 +20,10 @@ is A's at scale 1 - t for t < 0.5 and B's at scale t from 0.5 on.
 Clips (video, speech, text) are edited frame by frame after resampling one clip to the other's
 length (nearest frame by relative time): onto B's timeline when the part is the mouth (the words
 change, so the timing is B's), onto A's otherwise. When the mouth of a clip is edited the
-transcript follows a phrase ladder: B's phrase (1); A/B word mix (2, B's first half of words then
-A's second half); partial phrase (3, B's first 20% of words then the rest of A's); A's phrase with
-another part changed (4); the other subject's phrase and voice (5).
+transcript follows a phrase ladder: B's phrase (1); the time mix at INTERPOLATION_T (2: B's words
+for the first half of B's spoken duration, then A's for the second half of A's, `mix_phrase`);
+the time mix at PARTIAL_T (3); A's phrase with another part changed (4); the other subject's
+phrase and voice (5).
 """
 
 from __future__ import annotations
@@ -143,10 +144,34 @@ def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> str:
 
 
 def mix_phrase(phrase_a: str, phrase_b: str, t: float) -> str:
-    """B's first fraction t of words, then A's words from the same relative position on."""
+    """The utterance t of the way from A's to B's in time: B's words for the first fraction t of
+    B's spoken duration, then A's words for the last fraction 1 - t of A's.
+
+    Mouth motion is compared in time, so this is what "interpolation" means for what is said: the
+    mix moves the mouth as B does for a share t of the time and as A does for the rest. Cuts fall
+    on the word boundary nearest to t of each phrase's duration (default phone durations,
+    `speech.phonemes.word_boundaries_s`), so t = 1 gives B's phrase and t = 0 A's; for 0 < t < 1
+    the mix keeps at least one of B's words and one of A's (it is an edit, and not all of it).
+    Neighbouring values of t can give the same words when a phrase has few word boundaries.
+    """
+    from .speech.phonemes import word_boundaries_s
+
+    if not 0.0 <= t <= 1.0:
+        raise LadderError(f"a phrase mix needs 0 <= t <= 1, got {t}")
     words_a, words_b = phrase_a.split(), phrase_b.split()
-    k_b = math.ceil(t * len(words_b)) if t > 0 else 0
-    k_a = math.ceil(t * len(words_a)) if t > 0 else 0
+    if t >= 1.0:
+        return " ".join(words_b)
+    if t <= 0.0:
+        return " ".join(words_a)
+
+    def cut(phrase: str, count: int, share: float) -> int:
+        """How many of the phrase's first words end nearest to `share` of its duration."""
+        ends = [0.0] + word_boundaries_s(phrase)
+        target = share * ends[-1]
+        return min(range(1, count), key=lambda k: (abs(ends[k] - target), k)) if count > 1 else count
+
+    k_b = cut(phrase_b, len(words_b), t)
+    k_a = cut(phrase_a, len(words_a), t)
     return " ".join(words_b[:k_b] + words_a[k_a:])
 
 

@@ -145,6 +145,16 @@ def phone_timeline(text_or_phones: str | list[str], rate: float = 1.0) -> list[P
     return timeline
 
 
+def word_boundaries_s(text: str, rate: float = 1.0) -> list[float]:
+    """When each word of `text` ends, spoken at the default phone durations (seconds from the
+    first phone's start): the places a transcript can be cut without cutting a word."""
+    ends, t = [], 0.0
+    for word in words_of(text):
+        t += sum(phone_durations(list(word_phones(word)), rate))
+        ends.append(round(t, 6))
+    return ends
+
+
 def timeline_duration_s(timeline: list[Phone], rate: float = 1.0) -> float:
     """Length of a text-timed utterance: its last phone's end plus the tail silence."""
     if not timeline:

@@ -1,8 +1,11 @@
-"""How speech and text reach the mesh: face activations drive frame A's body.
+"""How speech and text reach the mesh: face activations drive a speaker's body.
 
-Candidates and references alike put their mouth and jaw activations on frame A's clip (resampled
-onto one timeline of absolute time), so render-and-compare sees the mouth, not the head motion
-that differs between two clips. Shared by the speech and text modality plugins.
+Candidates and references alike put their mouth and jaw activations on a clip of body states
+(resampled onto one timeline of absolute time): frame A's clip unless the speech plugin
+identified another speaker from the voice (`speakers.identify`), in which case that speaker's
+enrolled clip, or a neutral body for a voice nobody enrolled has. Since references and frame A's
+own speech use frame A's clip, render-and-compare sees the mouth, not the head motion that
+differs between two clips. Shared by the speech and text modality plugins.
 """
 
 from __future__ import annotations
@@ -69,8 +72,16 @@ def on_timeline(activations: np.ndarray, length: int) -> np.ndarray:
     return out
 
 
-def decode_activations(instance: EditInstance, activations: np.ndarray, count: int) -> Decoded:
-    """Face activations on frame A's body: how candidates and references alike reach the mesh.
+def neutral_body(states) -> tuple:
+    """`states` as nobody in particular: ANNY's default phenotype (every value 0.5), no
+    accessories, no regional scaling; pose and expression kept. The body an unidentified voice
+    speaks with."""
+    return tuple(attrs.evolve(s, phenotype={}, accessories=(), part_scale={}) for s in states)
+
+
+def decode_activations(instance: EditInstance, activations: np.ndarray, count: int, body_states=None) -> Decoded:
+    """Face activations on a body (`body_states`, frame A's clip by default): how candidates and
+    references alike reach the mesh.
 
     References use the same body as candidates (frame A's clip, resampled onto the timeline by
     relative time as the ladder does) and differ only in where the activations come from (the
@@ -79,12 +90,15 @@ def decode_activations(instance: EditInstance, activations: np.ndarray, count: i
     (`timeline_length` frames), so a candidate that starts with frame B's words agrees with B for
     as long as it says them, whatever it says afterwards.
     """
+    states = tuple(instance.a.states if body_states is None else body_states)
+    if not states:
+        raise ValueError(f"{instance.key}: no body states to put the face activations on")
     length = timeline_length(instance)
     acts = on_timeline(np.asarray(activations, dtype=np.float64), length)
-    body = np.round(np.linspace(0, len(instance.a.states) - 1, length)).astype(int)
+    body = np.round(np.linspace(0, len(states) - 1, length)).astype(int)
     picked = sampled_rows(length, count)
     return Decoded(
-        vertices=_mesh(_speaking(instance.a.states[body[length // 2]], acts[length // 2])),
-        frames=tuple(_mesh(_speaking(instance.a.states[body[r]], acts[r])) for r in picked),
+        vertices=_mesh(_speaking(states[body[length // 2]], acts[length // 2])),
+        frames=tuple(_mesh(_speaking(states[body[r]], acts[r])) for r in picked),
         activations=spoken_only(acts),
     )

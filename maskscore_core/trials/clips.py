@@ -53,18 +53,6 @@ def wav_duration_s(path: Path) -> float:
         return handle.getnframes() / handle.getframerate()
 
 
-def _fresh_aligner() -> None:
-    """Workaround: speech.align reuses one pocketsphinx decoder whose state carries over from
-    the previous utterance (phone times shift by 10 ms depending on what was aligned before), so
-    a trial would depend on the trials made before it. Dropping the cached decoder makes every
-    alignment start from the same state. Remove once speech.align is call-order independent."""
-    from ..speech import alignment
-
-    cached = getattr(alignment, "_decoder", None)
-    if hasattr(cached, "cache_clear"):
-        cached.cache_clear()
-
-
 def _bump(t: np.ndarray, centre: float, width: float) -> np.ndarray:
     """A smooth bump (raised cosine) of total width `width` centred at `centre`, peak 1."""
     x = np.clip((t - centre) / (width / 2), -1.0, 1.0)
@@ -164,7 +152,6 @@ def make_trial(
     wav_path = Path(workdir) / "audio" / f"{trial_id}.wav"
     speech.synthesize(transcript, subject.voice, wav_path)
     duration = wav_duration_s(wav_path)
-    _fresh_aligner()
     phones = speech.align(wav_path, transcript)
     visemes = np.asarray(speech.activations_from_phones(phones, fps, duration), dtype=np.float64)
     if visemes.ndim != 2 or visemes.shape[1] != FACIAL_ACTIONS or len(visemes) < 2:

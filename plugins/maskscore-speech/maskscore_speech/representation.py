@@ -6,8 +6,10 @@ the instruction's phrase, frame B's transcript, when there is none), the timed p
 visemes and then ANNY facial activations (T, 52) at the video frame rate
 (`maskscore_core.speech`). The words fix which phones; their timing comes from the waveform. The score compares
 those audio-derived activations with the video-derived ones (the target clip's expressions)
-through SOMA face bone rotations, and renders a representative mesh: frame A's body wearing the
-audio-derived expression at frame B's time. No lip-sync model, no speech recogniser.
+through SOMA face bone rotations, and renders sampled frames of the speaker's body wearing the
+audio-derived mouth: the speaker is identified from the voice among the edit's enrolled subjects
+(`speaker_body`), frame A's subject unless the voice rules them out. No lip-sync model, no
+speech recogniser.
 """
 
 from __future__ import annotations
@@ -100,27 +102,18 @@ def audio_activations(waveform: Waveform, phrase: str, fps: float) -> np.ndarray
     from maskscore_core.speech import activations_from_phones
     from maskscore_core.speech.alignment import align_samples
 
-    _fresh_aligner()
     phones = align_samples(waveform.samples, phrase, source="speech candidate")
     return np.asarray(activations_from_phones(phones, fps, waveform.duration_s), dtype=np.float64)
 
 
-def _fresh_aligner() -> None:
-    """Workaround (as in trials.clips): speech.align reuses one pocketsphinx decoder whose state
-    carries over between utterances (timings shift by a frame depending on what was aligned
-    before), so a candidate's activations would depend on the candidates decoded before it.
-    A fresh decoder per alignment keeps scores independent of order. Remove once speech.align is
-    call-order independent."""
-    from maskscore_core.speech import alignment
-
-    cached = getattr(alignment, "_decoder", None)
-    if hasattr(cached, "cache_clear"):
-        cached.cache_clear()
-
-
 def decode_waveform(waveform: Waveform, instance: EditInstance, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:
+    """The face motion the waveform drives, on the body of the speaker its voice identifies
+    (`speaker_body`: frame A's subject, the other enrolled subject, or a neutral body)."""
+    from .speaker_body import speaker_body
+
     activations = audio_activations(waveform, waveform.transcript or instance.b.transcript, instance.a.fps)
-    return decode_activations(instance, activations, frames)
+    _speaker, body = speaker_body(waveform.samples, instance)
+    return decode_activations(instance, activations, frames, body)
 
 
 def decode_target(instance: EditInstance, which: str, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:
