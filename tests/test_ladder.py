@@ -167,7 +167,9 @@ def test_non_mouth_clip_keeps_a_timeline_and_words():
 
 
 def test_mix_phrase():
-    assert ladder.mix_phrase("a b c d", "w x y z", 0.5) == "w x c d"
+    # Cut by spoken time, not word count: "w" (D AH B AH L Y UW) ends at 0.47 of "w x y z"'s
+    # duration, nearer to half than "w x" (0.68); "a b" ends at 0.43 of "a b c d"'s.
+    assert ladder.mix_phrase("a b c d", "w x y z", 0.5) == "w c d"
     assert ladder.mix_phrase("a b c d", "w x y z", 1.0) == "w x y z"
     assert ladder.mix_phrase("a b c d", "w x y z", 0.0) == "a b c d"
 
