@@ -3,7 +3,9 @@
 Text reaches the mesh through speech without sound: the transcript's phones (pocketsphinx's
 pronouncing dictionary), laid out with default durations, become visemes and then ANNY facial
 activations (T, 52) at the video frame rate (`maskscore_core.speech`). The representative mesh is
-frame A's body (phenotype, pose) wearing the text-derived expression at frame B's time.
+frame A's body (phenotype, pose) wearing the text-derived expression at frame B's time. A
+transcript has no voice, so unlike speech it cannot say who speaks: every text candidate, the
+other subject's words (ladder rung 5) included, is decoded onto frame A's body.
 """
 
 from __future__ import annotations
