@@ -44,6 +44,12 @@ def content_hash(root: Path) -> str:
     return digest.hexdigest()
 
 
+def _pair_order(pair: str) -> tuple[int, int]:
+    """'modality/task type' in vocabulary order (modality first)."""
+    modality, task = pair.split("/", 1)
+    return vocab.MODALITIES.index(modality), vocab.TASK_TYPES.index(task)
+
+
 def count_rows(root: Path) -> dict:
     """Row counts per modality, task type, dimension, and per (modality, task type)."""
     per_modality: Counter = Counter()
@@ -63,7 +69,7 @@ def count_rows(root: Path) -> dict:
         "modality": {m: per_modality[m] for m in vocab.MODALITIES if per_modality[m]},
         "task_type": {t: per_task[t] for t in vocab.TASK_TYPES if per_task[t]},
         "dimension": {d: per_dimension[d] for d in vocab.DIMENSIONS if per_dimension[d]},
-        "modality_task_type": dict(sorted(per_pair.items())),
+        "modality_task_type": {p: per_pair[p] for p in sorted(per_pair, key=_pair_order)},
         "absent_task_types": [t for t in vocab.TASK_TYPES if not per_task[t]],
     }
 
@@ -75,7 +81,8 @@ def planned_counts(planned: dict[str, dict[str, int]]) -> dict:
         "rows": sum(sum(tasks.values()) for tasks in planned.values()),
         "modality": {m: sum(planned[m].values()) for m in vocab.MODALITIES if m in planned},
         "task_type": {t: n for t, n in per_task.items() if n},
-        "modality_task_type": dict(sorted((f"{m}/{t}", n) for m, tasks in planned.items() for t, n in tasks.items())),
+        "modality_task_type": {p: n for p, n in sorted(((f"{m}/{t}", n) for m, tasks in planned.items() for t, n in tasks.items()),
+                                                        key=lambda item: _pair_order(item[0]))},
     }
 
 
