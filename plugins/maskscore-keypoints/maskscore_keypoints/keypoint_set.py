@@ -8,10 +8,7 @@ every subject, frame and dataset:
 - for each part of `vocab.ACTIVE_FACE_PARTS` (in that order), points sampled uniformly by area
   over the part's triangles (`parts.part_face_mask`) of the neutral default body, with a numpy
   Generator seeded by (SET_SEED, part index): one point per POINT_SPACING_M^2 of part area,
-  between MIN_PER_PART and MAX_PER_PART points. Each body keypoint also gets a blend radius
-  `sigma` = SIGMA_PER_SPACING x its part's point spacing sqrt(area / count), clipped to
-  [SIGMA_MIN_M, SIGMA_MAX_M]: dense small parts (irides) move only their own surface, sparse
-  large ones (face) cover the gaps between their points (`deform`);
+  between MIN_PER_PART and MAX_PER_PART points;
 - for each accessory part (headwear, earwear, eyewear, neckwear), one keypoint ON EACH VERTEX of
   its accessory slot (barycentric one-hot on a triangle of that vertex). Such a keypoint pins
   its vertex (`vertex`): an accessory is not a deformation of the body, so adding, removing or
@@ -33,23 +30,18 @@ SET_SEED = 5_000
 POINT_SPACING_M = 0.01
 MIN_PER_PART = 16
 MAX_PER_PART = 48
-SIGMA_PER_SPACING = 0.6
-SIGMA_MIN_M = 0.003
-SIGMA_MAX_M = 0.015
 SIDECAR_NAME = "keypoint_set.json"
 
 
 @attrs.frozen(eq=False)
 class KeypointSet:
     """K surface points: triangle `faces` (K,), `barycentric` (K, 3), the `part` of each, and
-    `vertex` (K,): the reference-mesh vertex a keypoint pins (accessories), -1 for body points;
-    `sigma` (K,): the blend radius of each body keypoint in metres (0 for pinned ones)."""
+    `vertex` (K,): the reference-mesh vertex a keypoint pins (accessories), -1 for body points."""
 
     faces: np.ndarray
     barycentric: np.ndarray
     parts: tuple[str, ...]
     vertex: np.ndarray
-    sigma: np.ndarray
 
     @property
     def pinned(self) -> np.ndarray:
@@ -72,17 +64,16 @@ class KeypointSet:
 
     def to_json(self) -> str:
         records = [
-            {"part": p, "face": int(f), "barycentric": [float(b) for b in bary], "vertex": int(v), "sigma": float(r)}
-            for p, f, bary, v, r in zip(self.parts, self.faces, self.barycentric, self.vertex, self.sigma)
+            {"part": p, "face": int(f), "barycentric": [float(b) for b in bary], "vertex": int(v)}
+            for p, f, bary, v in zip(self.parts, self.faces, self.barycentric, self.vertex)
         ]
         return json.dumps({"seed": SET_SEED, "keypoints": records}, indent=1, sort_keys=True) + "\n"
 
 
-def _sample_part(part_index: int, faces: np.ndarray, areas: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """Triangles, barycentrics and the blend radius of one part's keypoints."""
+def _sample_part(part_index: int, faces: np.ndarray, areas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Triangles and barycentrics of one part's keypoints."""
     total = float(areas.sum())
     count = int(np.clip(round(total / POINT_SPACING_M**2), MIN_PER_PART, MAX_PER_PART))
-    sigma = float(np.clip(SIGMA_PER_SPACING * np.sqrt(total / count), SIGMA_MIN_M, SIGMA_MAX_M))
     rng = np.random.default_rng([SET_SEED, part_index])
     chosen = rng.choice(faces, size=count, replace=count > len(faces), p=areas / total)
     # Uniform point in a triangle: (1 - sqrt(r1), sqrt(r1) (1 - r2), sqrt(r1) r2).
@@ -90,7 +81,7 @@ def _sample_part(part_index: int, faces: np.ndarray, areas: np.ndarray) -> tuple
     s = np.sqrt(r1)
     bary = np.stack([1.0 - s, s * (1.0 - r2), s * r2], axis=1)
     order = np.lexsort((bary[:, 1], chosen))  # a stable order that does not depend on sampling order
-    return chosen[order], bary[order], sigma
+    return chosen[order], bary[order]
 
 
 @functools.cache
@@ -104,18 +95,17 @@ def get_keypoint_set() -> KeypointSet:
     vertices = reference.vertices([BodyState()])[0]
     corners = vertices[reference.faces]
     areas = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
-    all_faces, all_bary, all_parts, all_vertex, all_sigma = [], [], [], [], []
+    all_faces, all_bary, all_parts, all_vertex = [], [], [], []
     for part_index, part in enumerate(vocab.ACTIVE_FACE_PARTS):
         on_body = np.arange(len(areas)) < reference.anny_face_count
         faces = np.flatnonzero(parts.part_face_mask(part) & on_body & (areas > 0))
         if len(faces) == 0:
             raise ValueError(f"part {part!r} has no triangles on the reference mesh; cannot place keypoints on it")
-        chosen, bary, sigma = _sample_part(part_index, faces, areas[faces])
+        chosen, bary = _sample_part(part_index, faces, areas[faces])
         all_faces.append(chosen)
         all_bary.append(bary)
         all_parts.extend([part] * len(chosen))
         all_vertex.append(np.full(len(chosen), -1, dtype=np.int64))
-        all_sigma.append(np.full(len(chosen), sigma))
     for slot in reference.slots:
         start, stop = reference.slot_ranges[slot.name]
         faces, bary = _pin_vertices(reference.faces, np.arange(start, stop))
@@ -123,11 +113,7 @@ def get_keypoint_set() -> KeypointSet:
         all_bary.append(bary)
         all_parts.extend([slot.part] * len(faces))
         all_vertex.append(np.arange(start, stop, dtype=np.int64))
-        all_sigma.append(np.zeros(len(faces)))
-    return KeypointSet(
-        np.concatenate(all_faces), np.concatenate(all_bary), tuple(all_parts), np.concatenate(all_vertex),
-        np.concatenate(all_sigma),
-    )  # fmt: skip
+    return KeypointSet(np.concatenate(all_faces), np.concatenate(all_bary), tuple(all_parts), np.concatenate(all_vertex))
 
 
 def _pin_vertices(faces: np.ndarray, vertex_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,11 +1,12 @@
 """The keypoints modality's representation: xyz of the fixed surface keypoint set, (K, 3).
 
-Body keypoints are blended into a vertex displacement; accessory keypoints pin the vertex they
-sit on (see `keypoint_set`). The table column holds the xyz flattened (seed 000: "surface point coordinates"); which triangle
+Body keypoints drive a vertex displacement solved over the surface (`deform`); accessory
+keypoints pin the vertex they sit on (see `keypoint_set`). The table column holds the xyz flattened (seed 000: "surface point coordinates"); which triangle
 and barycentrics each point belongs to is fixed by `keypoint_set` (asset meta in memory,
 `keypoint_set.json` next to the assets on disk). Decoding applies a candidate's keypoints to
 frame A: each keypoint's displacement from its place on frame A's mesh moves the mesh's
-vertices around it along the surface (`deform`), and the metric renders the displaced mesh.
+surface around it (`deform`: the smoothest vertex displacement whose barycentric blends meet
+the keypoints'), and the metric renders the displaced mesh.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from . import deform
 from .keypoint_set import get_keypoint_set
 
 MODALITY = "keypoints"
-_WEIGHT_CACHE: collections.OrderedDict = collections.OrderedDict()
-_WEIGHT_CACHE_SIZE = 4
+_SOLVE_CACHE: collections.OrderedDict = collections.OrderedDict()
+_SOLVE_CACHE_SIZE = 4
 
 
 class KeypointError(ValueError):
@@ -66,30 +67,35 @@ def to_column(points) -> list[float]:
     return [float(v) for v in check(points).reshape(-1)]
 
 
-def _weights(vertices: np.ndarray, points: np.ndarray):
-    """Surface weights of the body keypoints on frame A's mesh, cached: every candidate of an
-    edit shares frame A."""
+def _solve(vertices: np.ndarray) -> deform.SurfaceSolve:
+    """The factorised surface solve of frame A's body, cached: every candidate of an edit shares
+    frame A."""
     key = hashlib.sha256(np.ascontiguousarray(vertices).tobytes()).hexdigest()
-    if key not in _WEIGHT_CACHE:
+    if key not in _SOLVE_CACHE:
+        reference = get_reference_mesh()
         keypoints = get_keypoint_set()
         body = ~keypoints.pinned
-        _WEIGHT_CACHE[key] = deform.surface_weights(
-            vertices, get_reference_mesh().faces, keypoints.faces[body], points[body], keypoints.sigma[body]
-        )
-        while len(_WEIGHT_CACHE) > _WEIGHT_CACHE_SIZE:
-            _WEIGHT_CACHE.popitem(last=False)
-    return _WEIGHT_CACHE[key]
+        _SOLVE_CACHE[key] = deform.SurfaceSolve(
+            vertices[: reference.anny_vertex_count], reference.faces[: reference.anny_face_count],
+            keypoints.faces[body], keypoints.barycentric[body],
+        )  # fmt: skip
+        while len(_SOLVE_CACHE) > _SOLVE_CACHE_SIZE:
+            _SOLVE_CACHE.popitem(last=False)
+    return _SOLVE_CACHE[key]
 
 
 def decode(asset: Asset, instance: EditInstance) -> Decoded:
     """Frame A's mesh with its body vertices displaced where the candidate moved the body
-    keypoints, and its accessory vertices where the candidate put their pinning keypoints."""
+    keypoints (`deform`), and its accessory vertices where the candidate put their pinning
+    keypoints."""
     points = check(asset.data, what=f"keypoints {asset.path or asset.meta.get('label', '')}".strip())
     keypoints = get_keypoint_set()
     vertices_a = get_reference_mesh().vertices([instance.a.state])[0]
     points_a = keypoints.positions(vertices_a)
     body = ~keypoints.pinned
-    moved = deform.displace(vertices_a, _weights(vertices_a, points_a), (points - points_a)[body])
+    moved = vertices_a.copy()
+    count = get_reference_mesh().anny_vertex_count
+    moved[:count] = _solve(vertices_a).displace((points - points_a)[body])
     moved[keypoints.vertex[keypoints.pinned]] = points[keypoints.pinned]
     return Decoded(vertices=moved)
 

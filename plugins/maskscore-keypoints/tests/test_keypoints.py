@@ -167,19 +167,13 @@ def built_in_instances(tmp_path_factory):
 
 @pytest.mark.slow
 def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_instances):
-    """Seed 000's ladder on frame-pair candidates scored by render-compare. Keypoints carry a
-    part's motion only through sparse surface points (a neck turn, say, is blended from them),
-    so neighbouring middle rungs may swap on one instance: every instance must rank rung 1 first
-    and rung 5 last, and the mean over instances must order all five rungs strictly."""
-    table = []
+    """Seed 000's ladder on frame-pair candidates scored by render-compare: rung 1 > 2 > 3 > 4 > 5
+    on overall, instance by instance (README.md: measured figures, and the face edits of other
+    draws where sparse keypoints swap rungs 2 and 3)."""
     for instance in built_in_instances:
         candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality=MODALITY, instance=instance, ctx=ctx)
         assert [c.rung for c in candidates] == [1, 2, 3, 4, 5]
         assert all(c.asset.modality == MODALITY for c in candidates)
         scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
         overall = [s.overall for s in scores]
-        part = instance.instruction.part
-        assert overall[0] == max(overall) and overall[4] == min(overall), f"{instance.key} ({part}): {overall}"
-        table.append(overall)
-    mean = np.mean(table, axis=0)
-    assert all(a > b for a, b in itertools.pairwise(mean)), mean
+        assert all(a > b for a, b in itertools.pairwise(overall)), f"{instance.key} ({instance.instruction.part}): {overall}"
