@@ -18,6 +18,7 @@ computed once (`Lpips.features`) and reused against every candidate.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from pathlib import Path
@@ -341,8 +342,47 @@ class Lpips:
         return total[:, 0]
 
     def distance(self, features_a: LpipsFeatures, features_b: LpipsFeatures, mask) -> float:
-        """LPIPS averaged over the masked pixels of all views."""
-        return masked_mean(self.distance_map(features_a, features_b), mask)
+        """LPIPS averaged over the masked pixels of all views: the masked mean of `distance_map`,
+        computed without upsampling anything.
+
+        The spatial map is a sum over layers of bilinear upsamplings U_h L U_w^T of small maps L,
+        so its sum over a mask m equals sum(L * (U_h^T m U_w)): the mask is pulled down to each
+        layer's size instead of every layer being pushed up to the image's (~10x cheaper).
+        """
+        tm = torch.as_tensor(mask)
+        expected = (features_a.batch, *features_a.image_size)
+        if tm.dtype != torch.bool or tuple(tm.shape) != expected:
+            raise ImageShapeError(f"LPIPS mask must be boolean of shape {expected}, got {tm.dtype} {tuple(tm.shape)}")
+        if features_a.batch != features_b.batch or features_a.image_size != features_b.image_size:
+            raise ImageShapeError(
+                f"LPIPS features of {features_a.batch} x {features_a.image_size} and"
+                f" {features_b.batch} x {features_b.image_size} images"
+            )
+        count = int(tm.sum())
+        if count == 0:
+            raise EmptyMaskError("the mask selects no pixel (is the part hidden in every view?)")
+        height, width = features_a.image_size
+        by_size: dict[tuple[int, int], torch.Tensor] = {}  # the lin outputs, summed per layer size
+        with torch.no_grad():
+            for lin, fa, fb in zip(self._model.lins, features_a.layers, features_b.layers):
+                size = (int(fa.shape[2]), int(fa.shape[3]))
+                layer = lin((fa - fb) ** 2)[:, 0]
+                by_size[size] = layer if size not in by_size else by_size[size] + layer
+            plane = tm.to(torch.float32)
+            total = torch.zeros((), dtype=torch.float64)
+            for (h, w), layer in by_size.items():
+                pulled = _upsample_matrix(h, height).T @ (plane @ _upsample_matrix(w, width))  # (B, h, w)
+                total += (layer.to(torch.float64) * pulled.to(torch.float64)).sum()
+        return float(total / count)
+
+
+@functools.cache
+def _upsample_matrix(size_in: int, size_out: int) -> torch.Tensor:
+    """(size_out, size_in) float32 matrix of lpips's bilinear upsampling along one axis (torch's
+    bilinear mode, align_corners=False, is separable), read off by upsampling a unit basis."""
+    basis = torch.eye(size_in, dtype=torch.float64).reshape(size_in, 1, size_in, 1)
+    up = torch.nn.functional.interpolate(basis, size=(size_out, 1), mode="bilinear", align_corners=False)
+    return up[:, 0, :, 0].T.contiguous().to(torch.float32)
 
 
 def normals_to_images(normals) -> torch.Tensor:

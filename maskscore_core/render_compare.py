@@ -254,7 +254,7 @@ class RenderCompare:
                 aligned = head_motion.align_to_a(prepared.head_frame, vertices)
                 if head_motion.moves_head(prepared.head_frame, vertices, aligned, ALIGN_EPSILON_M):
                     follow[i] = self._side(Decoded(vertices=aligned, activations=sides[i].activations), f"candidate {i}")
-        lpips_maps: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        lpips_features: dict[int, tuple] = {}
         if rendered:
             lp = self.lpips
             n = self.view_config.count
@@ -266,21 +266,20 @@ class RenderCompare:
             chunks = dict(zip(sets, _split_features(lp.features(_lpips_images(images)), [n] * len(sets))))
             for i in rendered:
                 as_is = chunks[("as_is", i)]
-                if_map = lp.distance_map(chunks.get(("aligned", i), as_is), prepared.lpips_b)
-                a_map = lp.distance_map(as_is, chunks.get(("own_a", i), prepared.lpips_a))
-                lpips_maps[i] = (if_map, a_map)
+                lpips_features[i] = ((chunks.get(("aligned", i), as_is), prepared.lpips_b),
+                                     (as_is, chunks.get(("own_a", i), prepared.lpips_a)))  # fmt: skip
         return [
-            self._score_one(prepared, follow.get(i, side), side, lpips_maps.get(i), own_a.get(i, prepared.a))
+            self._score_one(prepared, follow.get(i, side), side, lpips_features.get(i), own_a.get(i, prepared.a))
             for i, side in enumerate(sides)
         ]
 
-    def _score_one(self, prepared: PreparedReference, cand_if: Side, cand: Side, lpips_maps, ref_a: Side) -> CandidateScore:
+    def _score_one(self, prepared: PreparedReference, cand_if: Side, cand: Side, lpips_pairs, ref_a: Side) -> CandidateScore:
         inside = prepared.inside
         outside = (prepared.b.coverage | ref_a.coverage | cand.coverage) & ~inside
         distances: dict[str, dict[str, float]] = {"instruction_following": {}, "consistency": {}}
-        for dimension, side, ref, region, lpips_map in (
-            ("instruction_following", cand_if, prepared.b, inside, None if lpips_maps is None else lpips_maps[0]),
-            ("consistency", cand, ref_a, outside, None if lpips_maps is None else lpips_maps[1]),
+        for dimension, side, ref, region, lpips_pair in (
+            ("instruction_following", cand_if, prepared.b, inside, None if lpips_pairs is None else lpips_pairs[0]),
+            ("consistency", cand, ref_a, outside, None if lpips_pairs is None else lpips_pairs[1]),
         ):
             if not region.any():
                 raise RenderCompareError(f"{dimension}: its region holds no pixel in any view")
@@ -292,7 +291,7 @@ class RenderCompare:
             if side.normals is not None:
                 found["normal_l1"] = _masked_mean(np.abs(side.normals[region] - ref.normals[region]).mean(axis=-1), None)
                 found["ssim"] = max(0.0, 1.0 - _masked_ssim_by_view(side.normals, ref.normals, region))
-                found["lpips"] = max(0.0, float(lpips_map[torch.from_numpy(region)].to(torch.float64).mean()))
+                found["lpips"] = max(0.0, self.lpips.distance(*lpips_pair, region))
         _add_appearance(distances, prepared, cand_if, cand, ref_a, inside, outside)
         if cand.activations is not None and prepared.b.activations is not None:
             from .speech import agreement

@@ -136,6 +136,21 @@ def test_lpips_identical_is_zero_and_equals_lpips_own_forward(lpips_model):
     assert ours.shape == (2, 64, 64)
 
 
+def test_lpips_masked_distance_equals_the_masked_mean_of_lpips_own_spatial_map(lpips_model):
+    """`distance` pulls the mask down to each layer instead of upsampling the layers: the same
+    number as lpips's own spatial forward averaged over the mask."""
+    a = im.normals_to_images(sphere_normals(96))
+    b = im.normals_to_images(blurred(sphere_normals(96), 2.0))
+    with torch.no_grad():
+        theirs = lpips_model._model(a, b)[:, 0].to(torch.float64)
+    rng = np.random.default_rng(0)
+    for mask in (np.ones((2, 96, 96), bool), rng.random((2, 96, 96)) < 0.1, np.pad(np.ones((2, 9, 7), bool), ((0, 0), (40, 47), (60, 29)))):
+        ours = lpips_model.distance(lpips_model.features(a), lpips_model.features(b), mask)
+        assert ours == pytest.approx(float(theirs[torch.from_numpy(mask)].mean()), rel=1e-5)
+    with pytest.raises(im.EmptyMaskError):
+        lpips_model.distance(lpips_model.features(a), lpips_model.features(b), np.zeros((2, 96, 96), bool))
+
+
 def test_lpips_grows_with_blur(lpips_model):
     base = sphere_normals(96)
     ref = lpips_model.features(im.normals_to_images(base))
