@@ -22,7 +22,8 @@ from ..dataset.reader import build_config, render_settings
 @click.option("--resolution", type=int, default=None, help="Scorer render size (default: the bench's build setting).")
 @click.option("--seed", type=int, default=None, help="Seed of the passes and of the bootstrap (default: the bench's build seed).")
 @click.option("--rescore", is_flag=True,
-              help="Score with the scorer even when the bench stores scores of this exact configuration.")
+              help="Ignore the bench's stored scores even when they are of this exact configuration: results"
+                   " come from the scorer (its cached results for this configuration included).")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Result cache (JSONL); default BENCH/eval/results.jsonl. The summary goes next to it.")
 @click.option("--quiet", is_flag=True)
