@@ -42,6 +42,13 @@ from .records import BodyState, EditInstance, EditInstruction, Target, Trial
 ACTION_DELTA = 0.3
 BONE_DELTA_RAD = 0.05
 SCALE_DELTA = 0.1
+# Appearance thresholds (colours in [0, 1]): a part's albedo differs by ALBEDO_DELTA in some
+# channel; the light on it turns by LIGHT_ANGLE_DELTA_RAD (about 9 degrees) or its intensity or
+# ambient term changes by LIGHT_LEVEL_DELTA; the backdrop differs by BACKGROUND_DELTA in a channel.
+ALBEDO_DELTA = 0.04
+LIGHT_ANGLE_DELTA_RAD = 0.15
+LIGHT_LEVEL_DELTA = 0.15
+BACKGROUND_DELTA = 0.1
 REST_POSE_MAX_RAD = 0.02
 HEAD_CARRIER_BONES: tuple[str, ...] = ("Neck1", "Neck2", "Head")
 
@@ -58,6 +65,13 @@ TEMPLATES: dict[str, str] = {
 }
 
 SEQUENCE_MODALITIES: tuple[str, ...] = ("video", "speech", "text")
+# Appearance task types name the kind of change; the backdrop is anchored on the Region part
+# the row names (the whole backdrop is compared, docs/metric.md).
+APPEARANCE_TEMPLATES: dict[str, str] = {
+    "lighting_change": "relight the {part} to match frame B",
+    "skin_tone": "change the skin tone of the {part} to match frame B",
+    "background_change": "change the background behind the {part} to match frame B",
+}
 
 # Task type per (modality, part). "part" marks accessory parts, whose task type (part_add,
 # part_remove, part_replace) depends on what frames A and B wear.
@@ -81,8 +95,30 @@ _MOTION_PARTS = ("mouth", "face", "eyebrow", "irides", "neck")
 # is carried by them only roughly (its in-between rungs came out unordered), so keypoints get
 # body parts only.
 _WITHOUT_GAZE = {part: task for part, task in _STATIC_TASKS.items() if part != "irides"}
-TASK_TABLE: dict[str, dict[str, str]] = {
-    "mesh": dict(_STATIC_TASKS),
+# Appearance task types (seed 000's lighting_change and skin_tone on Surface parts,
+# background_change on Region parts) for the modalities whose representation carries a look: the
+# mesh (.glb vertex colours COLOR_0 and the light and backdrop in the scene's extras). A part's
+# first task type is its geometric one (what an edit of the part is when no task type is asked);
+# the appearance ones are made when asked for (`make_instances(task_types=...)`) and A and B
+# differ in that look (`appearance_change`). The iris takes no skin tone (it has no skin).
+APPEARANCE_TASK_TYPES: tuple[str, ...] = ("lighting_change", "skin_tone", "background_change")
+APPEARANCE_PARTS: dict[str, tuple[str, ...]] = {
+    "lighting_change": ("face", "mouth", "eyebrow", "irides", "nose"),
+    "skin_tone": ("face", "mouth", "eyebrow", "nose"),
+    "background_change": ("front hair", "back hair", "ears", "neck"),
+}
+
+
+def _with_appearance(table: dict[str, str]) -> dict[str, str | tuple[str, ...]]:
+    out: dict[str, str | tuple[str, ...]] = {}
+    for part, task in table.items():
+        extra = tuple(t for t in APPEARANCE_TASK_TYPES if part in APPEARANCE_PARTS[t])
+        out[part] = (task, *extra) if extra else task
+    return out
+
+
+TASK_TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
+    "mesh": _with_appearance(_STATIC_TASKS),
     "depth": dict(_WITHOUT_GAZE),
     "keypoints": {part: task for part, task in _WITHOUT_GAZE.items() if part not in vocab.ACCESSORY_PARTS},
     "pose": {part: "pose_change" for part in _MOTION_PARTS if part != "eyebrow"},
@@ -103,8 +139,8 @@ def task_types(modality: str) -> tuple[str, ...]:
     """Every task type `modality` can produce, in vocab order."""
     table = TASK_TABLE[vocab.check_modality(modality)]
     found = set()
-    for task in table.values():
-        found.update(vocab.TASK_GROUPS["part"] if task == "part" else (task,))
+    for value in table.values():
+        found.update(_tasks_of(value))
     return tuple(t for t in vocab.TASK_TYPES if t in found)
 
 
@@ -149,6 +185,53 @@ def part_change(part: str, a: BodyState, b: BodyState) -> float:
         turn = np.linalg.norm(a.pose[bones] - b.pose[bones], axis=1).max()
         strength = max(strength, float(turn) / BONE_DELTA_RAD)
     return strength
+
+
+def _appearance_features(task: str, part: str, states: list[BodyState]) -> tuple[np.ndarray, np.ndarray]:
+    """(N, K) what `task` compares of each state's look on `part`, each column already divided
+    by its threshold, and (N,) whether the state has a look at all."""
+    from . import appearance
+
+    has = np.array([s.appearance is not None for s in states])
+    rows = []
+    for state in states:
+        look = state.appearance
+        if look is None:
+            rows.append(np.zeros(5 if task == "lighting_change" else 3))
+        elif task == "skin_tone":
+            rows.append(appearance.part_albedo(look, part) / ALBEDO_DELTA)
+        elif task == "background_change":
+            rows.append(np.asarray(look.background) / BACKGROUND_DELTA)
+        else:
+            light = appearance.part_light(look, part)
+            direction = np.asarray(light.direction) / np.linalg.norm(light.direction)
+            rows.append(np.array([*direction, light.intensity / LIGHT_LEVEL_DELTA, light.ambient / LIGHT_LEVEL_DELTA]))
+    return np.stack(rows), has
+
+
+def _pairwise_appearance_change(task: str, part: str, states: list[BodyState]) -> np.ndarray:
+    """(N, N) appearance_change between every two states (the same numbers, vectorised)."""
+    if task not in APPEARANCE_TASK_TYPES:
+        raise EditError(f"{task!r} is not an appearance task type; those are {', '.join(APPEARANCE_TASK_TYPES)}")
+    vocab.check_part(part)
+    features, has = _appearance_features(task, part, states)
+    both = has[:, None] & has[None, :]
+    if task == "lighting_change":
+        cosine = np.clip(features[:, :3] @ features[:, :3].T, -1.0, 1.0)
+        angle = np.arccos(cosine) / LIGHT_ANGLE_DELTA_RAD
+        levels = np.abs(features[:, None, 3:] - features[None, :, 3:]).max(axis=2)
+        strength = np.maximum(angle, levels)
+    else:
+        strength = np.abs(features[:, None] - features[None, :]).max(axis=2)
+    return np.where(both, strength, 0.0)
+
+
+def appearance_change(task: str, part: str, a: BodyState, b: BodyState) -> float:
+    """How strongly the look `task` edits changes on `part` from a to b, in units of its
+    threshold (>= 1: it differs): the part's albedo (skin_tone), the light on it
+    (lighting_change: angle and intensity / ambient), the backdrop (background_change). 0 when
+    either state has no appearance."""
+    return float(_pairwise_appearance_change(task, part, [a, b])[0, 1])
 
 
 def _pairwise_change(part: str, states: list[BodyState]) -> np.ndarray:
@@ -218,7 +301,12 @@ def accessory_task(part: str, a: BodyState, b: BodyState) -> str:
 # Instances.
 
 
-def instruction_text(modality: str, part: str, phrase: str = "") -> str:
+def instruction_text(modality: str, part: str, phrase: str = "", task: str | None = None) -> str:
+    """The modality's template; appearance task types have their own wording (the modality's
+    template says what to match, not what kind of change it is)."""
+    if task in APPEARANCE_TEMPLATES:
+        vocab.check_modality(modality)
+        return APPEARANCE_TEMPLATES[task].format(part=part)
     return TEMPLATES[vocab.check_modality(modality)].format(part=part, phrase=phrase)
 
 
@@ -290,6 +378,8 @@ def _static_pairs(part: str, trials: list[Trial], task: str | None = None) -> tu
     qualify, before the median is taken."""
     index = [(t, f) for t, trial in enumerate(trials) for f in range(len(trial.frames))]
     states = [trials[t].frames[f].state for t, f in index]
+    if task in APPEARANCE_TASK_TYPES:
+        return index, _appearance_pairs(task, part, states)
     strength = _pairwise_change(part, states)
     ok = strength >= 1.0
     if part != "neck":
@@ -306,6 +396,18 @@ def _static_pairs(part: str, trials: list[Trial], task: str | None = None) -> tu
     if ok.any():
         ok &= strength >= np.median(strength[ok])
     return index, np.argwhere(ok)
+
+
+def _appearance_pairs(task: str, part: str, states: list[BodyState]) -> np.ndarray:
+    """Index pairs whose look differs for `task` on `part` (the stronger half of them). No rule
+    on the rest: the edit's reference is frame A with only B's look carried over
+    (`ladder.ideal_edit`), so nothing else B differs in is asked of a candidate."""
+    strength = _pairwise_appearance_change(task, part, states)
+    ok = strength >= 1.0
+    np.fill_diagonal(ok, False)
+    if ok.any():
+        ok &= strength >= np.median(strength[ok])
+    return np.argwhere(ok)
 
 
 def _transition(worn_a, worn_b) -> str:
@@ -454,7 +556,7 @@ def make_instances(
             task = _task_of(modality, part, a.state, b.state, wanted)
             other_trial, fo = _pick_other(subject_id, fa, grouped, rng)
             instruction = EditInstruction(
-                text=instruction_text(modality, part, trial_b.transcript), part=part, task_type=task, modality=modality
+                text=instruction_text(modality, part, trial_b.transcript, task), part=part, task_type=task, modality=modality
             )
             instances.append(
                 EditInstance(

@@ -12,7 +12,11 @@
 
 "The part's values" are its facial actions and SOMA bones (`parts.part_actions`,
 `parts.part_bones`), its regional scale (`BodyState.part_scale`) and, for accessory parts, the
-worn accessory. Actions, bone axis-angles and scales are interpolated linearly. A worn
+worn accessory; for the appearance task types (lighting_change, skin_tone, background_change)
+they are the part's look instead: its albedo, the light on it, or the backdrop colour
+(`apply_look`; shape stays A's), and rung 4 makes the change asked for the part on the largest
+part of its group that shares no vertex with it (`wrong_look_part`, `misapply_look`). Actions,
+bone axis-angles, scales, colours and lights are interpolated linearly. A worn
 accessory cannot be half there, so for accessory parts the in-between rungs use its size as the
 proxy: an added accessory appears at scale t, a removed one stays at scale 1 - t, a replaced one
 is A's at scale 1 - t for t < 0.5 and B's at scale t from 0.5 on.
@@ -34,8 +38,8 @@ import attrs
 import numpy as np
 
 from . import accessories, vocab
-from .edits import SEQUENCE_MODALITIES, TASK_TABLE, part_change
-from .records import BodyState, EditInstance, Target
+from .edits import APPEARANCE_PARTS, APPEARANCE_TASK_TYPES, SEQUENCE_MODALITIES, TASK_TABLE, part_change
+from .records import Appearance, BodyState, EditInstance, Light, Target
 
 INTERPOLATION_T = 0.5
 PARTIAL_T = 0.2
@@ -111,6 +115,83 @@ def apply_part(a: BodyState, b: BodyState, part: str, t: float) -> BodyState:
     scale_a, scale_b = a.part_scale.get(part, 1.0), b.part_scale.get(part, 1.0)
     scale = scale_b if t >= 1.0 else scale_a + t * (scale_b - scale_a)
     return attrs.evolve(a, expression=expression, pose=pose, part_scale=_with_scale(a.part_scale, part, scale))
+
+
+def _mix(a, b, t: float) -> tuple[float, ...]:
+    """Linear interpolation of two tuples of numbers; exactly b at t >= 1."""
+    if t >= 1.0:
+        return tuple(float(x) for x in b)
+    return tuple(float(x + t * (y - x)) for x, y in zip(a, b))
+
+
+def _mix_light(a: Light, b: Light, t: float) -> Light:
+    """A light t of the way from a to b: direction, intensity and ambient interpolated linearly
+    (directions as given; shading normalises them). Exactly b at t >= 1."""
+    if t >= 1.0:
+        return b
+    direction = _mix(a.direction, b.direction, t)
+    if math.hypot(*direction) < 1e-6:  # opposite directions half way: keep a's side
+        direction = a.direction
+    return Light(direction, *_mix((a.intensity, a.ambient), (b.intensity, b.ambient), t))
+
+
+def _looks(a: BodyState, b: BodyState, task: str) -> tuple[Appearance, Appearance]:
+    if a.appearance is None or b.appearance is None:
+        which = "frame A" if a.appearance is None else "frame B"
+        raise LadderError(f"a {task} edit needs both frames to carry an appearance; {which} has none")
+    return a.appearance, b.appearance
+
+
+def apply_look(a: BodyState, b: BodyState, part: str, t: float, task: str) -> BodyState:
+    """A's state with the look `task` edits moved fraction t of the way to B's: the part's albedo
+    (skin_tone), the light on the part (lighting_change, set as the part's own light), or the
+    backdrop colour (background_change). Shape and everything else stay A's."""
+    from . import appearance
+
+    _check_part(part)
+    look_a, look_b = _looks(a, b, task)
+    if task == "skin_tone":
+        colour = _mix(appearance.part_albedo(look_a, part), appearance.part_albedo(look_b, part), t)
+        look = attrs.evolve(look_a, albedo={**look_a.albedo, part: colour})
+    elif task == "lighting_change":
+        light = _mix_light(appearance.part_light(look_a, part), appearance.part_light(look_b, part), t)
+        look = attrs.evolve(look_a, part_light={**look_a.part_light, part: light})
+    elif task == "background_change":
+        look = attrs.evolve(look_a, background=_mix(look_a.background, look_b.background, t))
+    else:
+        raise LadderError(f"{task!r} is not an appearance task type; those are {', '.join(APPEARANCE_TASK_TYPES)}")
+    return attrs.evolve(a, appearance=look)
+
+
+def wrong_look_part(part: str, task: str) -> str:
+    """The part rung 4 of an appearance edit changes instead: among the parts of the task's group
+    that share no vertex with `part` (else among every active face part), the largest (most
+    vertices; vocab order on ties), so the wrong change is plainly visible."""
+    from . import parts
+
+    own = set(parts.part_vertex_ids(_check_part(part)).tolist())
+    for pool in (APPEARANCE_PARTS[task], vocab.ACTIVE_FACE_PARTS):
+        candidates = [p for p in vocab.PARTS if p in pool and p != part]
+        candidates = [p for p in candidates if not own & set(parts.part_vertex_ids(p).tolist())]
+        if candidates:
+            return max(candidates, key=lambda p: (len(parts.part_vertex_ids(p)), -vocab.PARTS.index(p)))
+    raise LadderError(f"no part shares no vertex with {part!r}; cannot build the wrong-part rung")
+
+
+def misapply_look(a: BodyState, b: BodyState, part: str, wrong: str, task: str) -> BodyState:
+    """Rung 4 of an appearance edit: the change asked for `part` made on `wrong` instead. B's
+    albedo of the part becomes wrong's albedo (skin_tone), B's light on the part lights wrong
+    (lighting_change), B's backdrop colour paints wrong (background_change); A keeps the rest."""
+    from . import appearance
+
+    look_a, look_b = _looks(a, b, task)
+    if task == "skin_tone":
+        look = attrs.evolve(look_a, albedo={**look_a.albedo, wrong: appearance.part_albedo(look_b, part)})
+    elif task == "lighting_change":
+        look = attrs.evolve(look_a, part_light={**look_a.part_light, wrong: appearance.part_light(look_b, part)})
+    else:
+        look = attrs.evolve(look_a, albedo={**look_a.albedo, wrong: look_b.background})
+    return attrs.evolve(a, appearance=look)
 
 
 def _footprint(part: str) -> set[str]:
@@ -193,8 +274,17 @@ def _rung_maker(instance: EditInstance):
     else:
         states_a, states_b = [a.state], [b.state]
 
+    task = instance.instruction.task_type
+
+    def change(sa: BodyState, sb: BodyState, edit_part: str, t: float) -> BodyState:
+        if task not in APPEARANCE_TASK_TYPES:
+            return apply_part(sa, sb, edit_part, t)
+        if edit_part == part:
+            return apply_look(sa, sb, part, t, task)
+        return misapply_look(sa, sb, part, edit_part, task)
+
     def rung(number: int, label: str, edit_part: str, t: float, transcript: str) -> Target:
-        states = [apply_part(sa, sb, edit_part, t) for sa, sb in zip(states_a, states_b)]
+        states = [change(sa, sb, edit_part, t) for sa, sb in zip(states_a, states_b)]
         fps = b.fps if phrase_ladder else a.fps
         return Target(label=label, subject=a.subject, states=states, transcript=transcript, fps=fps, rung=number)
 
@@ -225,7 +315,11 @@ def build_ladder(instance: EditInstance) -> list[Target]:
     if instance.other is None:
         raise LadderError(f"instance {instance.key!r} has no other subject; the wrong-subject rung needs one")
     part, rung, phrases = _rung_maker(instance)
-    wrong = wrong_part(part, instance.instruction.modality, instance.a.state, instance.b.state)
+    task = instance.instruction.task_type
+    if task in APPEARANCE_TASK_TYPES:
+        wrong = wrong_look_part(part, task)
+    else:
+        wrong = wrong_part(part, instance.instruction.modality, instance.a.state, instance.b.state)
     return [
         rung(1, "rung 1: frame B's part", part, 1.0, phrases[0]),
         rung(2, "rung 2: interpolation", part, INTERPOLATION_T, phrases[1]),

@@ -111,7 +111,8 @@ class Light:
     surface towards the light; it need not be unit length (shading normalises it). Radiance of a
     surface point = albedo x (ambient + intensity x max(0, n . direction))."""
 
-    direction: tuple[float, float, float] = attrs.field(default=(0.3, 0.5, 0.8), converter=_direction)
+    # tuple[float, ...]: cattrs hands any length to the converter, which names a wrong one
+    direction: tuple[float, ...] = attrs.field(default=(0.3, 0.5, 0.8), converter=_direction)
     intensity: float = attrs.field(default=0.85, converter=float, validator=_in_range(0.0, MAX_LIGHT_INTENSITY))
     ambient: float = attrs.field(default=0.15, converter=float, validator=_in_range(0.0, 1.0))
 
@@ -150,11 +151,11 @@ class Appearance:
     covers. Colours are linear RGB in [0, 1].
     """
 
-    skin: tuple[float, float, float] = attrs.field(default=(0.78, 0.6, 0.5), converter=lambda v: _rgb(v, "skin albedo"))
-    albedo: dict[str, tuple[float, float, float]] = attrs.field(factory=dict, converter=_rgb_map)
+    skin: tuple[float, ...] = attrs.field(default=(0.78, 0.6, 0.5), converter=lambda v: _rgb(v, "skin albedo"))
+    albedo: dict[str, tuple[float, ...]] = attrs.field(factory=dict, converter=_rgb_map)
     light: Light = attrs.field(factory=Light)
     part_light: dict[str, Light] = attrs.field(factory=dict, converter=_light_map)
-    background: tuple[float, float, float] = attrs.field(
+    background: tuple[float, ...] = attrs.field(
         default=(0.16, 0.16, 0.19), converter=lambda v: _rgb(v, "background colour")
     )
 

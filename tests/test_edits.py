@@ -141,7 +141,9 @@ def test_all_part_tasks_and_regions_appear(trials):
         "depth_edit",
         "region_extract",
     } <= tasks
-    assert set(edits.task_types("mesh")) == tasks
+    # the hand trials carry no appearance, and undirected draws give each part its geometric task
+    # type: the appearance task types come only when asked for (tests/test_appearance_ladder.py)
+    assert set(edits.task_types("mesh")) - set(edits.APPEARANCE_TASK_TYPES) == tasks
 
 
 def test_the_rest_keeps_head_placement_and_accessories(trials):

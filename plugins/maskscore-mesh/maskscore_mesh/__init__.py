@@ -44,7 +44,9 @@ def mask_part(modality, part, ctx):
 @hookimpl
 def write_asset(asset, directory, name, ctx):
     if asset.modality == MODALITY:
-        path = representation.write(asset.data, Path(directory) / f"{name}{representation.SUFFIX}")
+        path = representation.write(
+            asset.data, Path(directory) / f"{name}{representation.SUFFIX}", asset.meta.get("appearance")
+        )
         return table.relative_to_root(path, ctx)
 
 
@@ -52,7 +54,9 @@ def write_asset(asset, directory, name, ctx):
 def read_asset(modality, value, root, ctx):
     if modality == MODALITY:
         path = table.resolve(value, root)
-        return Asset(modality=MODALITY, data=representation.read(path), path=str(value))
+        vertices = representation.read(path)  # names a missing, corrupt or wrong file first
+        look = representation.read_appearance(path)
+        return Asset(modality=MODALITY, data=vertices, path=str(value), meta={"appearance": look})
 
 
 @hookimpl

@@ -49,7 +49,10 @@ def decode_clip(clip: Clip, part: str, ctx) -> Decoded:
     picked = sample_indices(len(clip.states), int(ctx.config.get("video_frames", DEFAULT_SAMPLED_FRAMES)))
     middle = len(clip.states) // 2
     vertices = frame_vertices([clip.states[i] for i in [*picked, middle]])
-    return Decoded(vertices=vertices[-1], frames=tuple(vertices[:-1]), activations=part_activations(clip, part))
+    return Decoded(
+        vertices=vertices[-1], frames=tuple(vertices[:-1]), activations=part_activations(clip, part),
+        appearance=clip.states[middle].appearance,
+    )  # fmt: skip
 
 
 @hookimpl

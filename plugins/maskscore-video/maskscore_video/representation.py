@@ -1,7 +1,7 @@
 """The video representation: a clip of per-frame ANNY body states, and its files.
 
 On disk a clip is a folder: one RGB PNG per frame (a Mitsuba render of that frame's mesh, what a
-viewer sees), `frames.json` (the per-frame `BodyState`s, the frame rate, the transcript) and
+viewer sees, shaded with the frame's look when it has one: skin, light, backdrop), `frames.json` (the per-frame `BodyState`s, the frame rate, the transcript) and
 `audio.wav` (the aligned audio: the transcript spoken in the subject's voice). Decoding PNG
 pixels back to a mesh would need an image fitter, which MaskScore does not have; `frames.json`
 is what decodes. The PNGs are there for people and for image-based reward models.
@@ -102,6 +102,18 @@ def frame_vertices(states) -> list[np.ndarray]:
     return [reference.vertices([state])[0] for state in states]
 
 
+def frame_picture(renderer, state: BodyState, vertices: np.ndarray, resolution: int) -> np.ndarray:
+    """(H, W, 3) uint8 picture of one frame from the renderer's single frontal view: shaded with
+    the frame's look (skin, light, backdrop: `appearance.shade`) when it has one, else the
+    renderer's plain picture (one fixed light, skin colour)."""
+    from maskscore_core import appearance
+
+    if state.appearance is None:
+        return renderer.render_rgb(vertices, resolution, resolution, view_index=0)
+    picture = appearance.shade(renderer.render(vertices), state.appearance)[0]
+    return np.clip(np.rint(picture * 255.0), 0, 255).astype(np.uint8)
+
+
 def write_clip(clip: Clip, folder: Path, resolution: int) -> None:
     """Render every frame to a PNG, write frames.json and the aligned audio."""
     import imageio.v3 as iio
@@ -114,9 +126,8 @@ def write_clip(clip: Clip, folder: Path, resolution: int) -> None:
     # One frontal camera: Hammersley sample 0 of 1 with offset u = 0.5 sits at yaw 0, pitch 0.
     renderer = render.get_renderer(ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0)))
     vertices = frame_vertices(clip.states)
-    for index, one_frame in enumerate(vertices):
-        rgb = renderer.render_rgb(one_frame, resolution, resolution, view_index=0)
-        iio.imwrite(folder / frame_file(index), rgb, extension=".png")
+    for index, (state, one_frame) in enumerate(zip(clip.states, vertices)):
+        iio.imwrite(folder / frame_file(index), frame_picture(renderer, state, one_frame, resolution), extension=".png")
     manifest = {
         "format": FORMAT,
         "fps": clip.fps,
