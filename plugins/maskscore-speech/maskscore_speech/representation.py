@@ -102,8 +102,21 @@ def audio_activations(waveform: Waveform, phrase: str, fps: float) -> np.ndarray
     from maskscore_core.speech import activations_from_phones
     from maskscore_core.speech.alignment import align_samples
 
+    _fresh_aligner()
     phones = align_samples(waveform.samples, phrase, source="speech candidate")
     return np.asarray(activations_from_phones(phones, fps, waveform.duration_s), dtype=np.float64)
+
+
+def _fresh_aligner() -> None:
+    """Workaround (as in trials.clips): pocketsphinx's cached decoder keeps some state from one
+    utterance to the next even with its cepstral mean restored, so a candidate's activations
+    would depend on the candidates decoded before it. A fresh decoder per alignment keeps scores
+    independent of order."""
+    from maskscore_core.speech import alignment
+
+    cached = getattr(alignment, "_decoder", None)
+    if hasattr(cached, "cache_clear"):
+        cached.cache_clear()
 
 
 def decode_waveform(waveform: Waveform, instance: EditInstance, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:
