@@ -59,7 +59,7 @@ def _fresh_aligner() -> None:
     the sun rise tomorrow" in en-gb aligns differently after another clip than first (restoring
     the mean before both passes too); some other decoder state carries over. Dropping the cached
     decoder makes every alignment start from the same state, so a trial does not depend on the
-    trials made before it (tests/test_speech_speakers.py fails without this)."""
+    trials made before it (without it tests/test_trials.py's byte-identical check fails)."""
     from ..speech import alignment
 
     cached = getattr(alignment, "_decoder", None)
