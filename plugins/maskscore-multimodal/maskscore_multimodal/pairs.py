@@ -6,13 +6,22 @@ is a deterministic function of the instance key (sha256 of the key, modulo the l
 ordered pairs), so the same dataset is built on every machine whatever plugins are installed;
 a pair whose plugin is missing fails loudly, naming it.
 
-Inputs may be any path. Outputs are the paths that carry a body state (depth, keypoints, pose,
-video): speech and text carry only what is said (words and voice), while a multimodal edit moves
-the face or neck of one frame (edits.TASK_TABLE), so every candidate would encode to the same
-audio or transcript and the ladder would collapse into ties. Speech and text are input paths
-only for mouth edits: what is said moves only the mouth and jaw, so their reference of frame B
-cannot show an edit of the eyes or brows. So 20 pairs for a mouth edit (6 inputs x 4 outputs,
-minus the 4 same-path pairs), 12 for any other part (4 x 4 - 4).
+Inputs may be any path. Outputs are the paths that carry a whole body (depth, keypoints, video):
+speech and text carry only what is said (words and voice), while a multimodal edit moves the face
+or neck of one frame (edits.TASK_TABLE), so every candidate would encode to the same audio or
+transcript and the ladder would collapse into ties; a pose carries bones but no body shape, so
+it is applied to frame A's body and the wrong-subject candidate decodes as frame A with another
+subject's bones (measured on a neck edit: rung 5 scored 0.83 overall, above rung 4's 0.64).
+
+A path is used for a part only when it carries that part's edit (`carries`): when the part is one
+its own modality is edited on (edits.TASK_TABLE: no gaze for depth and keypoints, whose eyes are
+sockets; speech and text move only the mouth), and, for pose, when bones carry every facial
+action of the part (the gaze of the irides, the neck's bones; not the lips, cheeks or brows,
+which a pose leaves at frame A: maskscore-pose's README). A path that drops part of the edit
+would make frame B's reference (or a candidate) something other than frame B's part, and the
+comparison across paths would measure that loss instead of the edit. Pairs per part: mouth 12
+(inputs depth, keypoints, speech, text, video; outputs depth, keypoints, video), face 6,
+eyebrow 6, irides 1 (pose->video), neck 9 (inputs depth, keypoints, pose, video).
 `ctx.config["multimodal_pair"] = "pose->video"` pins a pair (for tests and ablations).
 """
 
@@ -23,13 +32,16 @@ import hashlib
 import attrs
 
 from maskscore_core import vocab
+from maskscore_core.edits import TASK_TABLE
 from maskscore_core.records import EditInstance
 
 # Seed 000's derivation paths that have a decoder to the mesh. "image" is not among them: turning
 # pixels back into a mesh needs an image fitter, which MaskScore does not have (README.md).
 PATHS: tuple[str, ...] = ("depth", "keypoints", "pose", "speech", "text", "video")
-OUTPUT_PATHS: tuple[str, ...] = ("depth", "keypoints", "pose", "video")
-SPOKEN_PATHS: tuple[str, ...] = ("speech", "text")
+OUTPUT_PATHS: tuple[str, ...] = ("depth", "keypoints", "video")
+# Parts whose every facial action and bone a SOMA pose carries (maskscore-pose: Jaw, LeftEye and
+# RightEye carry jawOpen, jawLeft/Right and the eight eyeLook actions; the neck is bones only).
+POSE_CARRIED_PARTS: tuple[str, ...] = ("irides", "neck")
 
 
 class PairError(ValueError):
@@ -58,10 +70,18 @@ def parse_pair(text: str) -> Pair:
     return pair
 
 
+def carries(path: str, part: str) -> bool:
+    """Whether the derivation path `path` carries an edit of `part` whole (module docstring)."""
+    if part not in TASK_TABLE[path]:
+        return False
+    return path != "pose" or part in POSE_CARRIED_PARTS
+
+
 def eligible_pairs(part: str) -> list[Pair]:
     """Every (input, output) pair a row editing `part` may compare, in a fixed order."""
-    inputs = [m for m in PATHS if m not in SPOKEN_PATHS or part == "mouth"]
-    return [Pair(i, o) for o in OUTPUT_PATHS for i in inputs if i != o]
+    inputs = [m for m in PATHS if carries(m, part)]
+    outputs = [m for m in OUTPUT_PATHS if carries(m, part)]
+    return [Pair(i, o) for o in outputs for i in inputs if i != o]
 
 
 def choose_pair(instance: EditInstance, ctx) -> Pair:
@@ -69,5 +89,7 @@ def choose_pair(instance: EditInstance, ctx) -> Pair:
     if pinned:
         return parse_pair(pinned)
     pairs = eligible_pairs(instance.instruction.part)
+    if not pairs:
+        raise PairError(f"no two derivation paths both carry an edit of {instance.instruction.part!r}")
     digest = hashlib.sha256(instance.key.encode("utf-8")).digest()
     return pairs[int.from_bytes(digest[:8], "big") % len(pairs)]
