@@ -173,3 +173,12 @@ def shade(render, appearance: Appearance) -> np.ndarray:
     out[...] = np.asarray(appearance.background, dtype=np.float64)
     out[coverage] = np.clip(radiance, 0.0, 1.0)
     return out.astype(np.float32)
+
+
+def picture(render, appearance: Appearance, view: int = 0) -> np.ndarray:
+    """(H, W, 3) uint8 image of one view of `shade` (colours scaled to 0..255 and rounded), for
+    video frames and source frames a person or an image model looks at."""
+    shaded = shade(render, appearance)
+    if not 0 <= view < len(shaded):
+        raise AppearanceShadingError(f"view {view} outside 0..{len(shaded) - 1}")
+    return np.clip(np.rint(shaded[view].astype(np.float64) * 255.0), 0, 255).astype(np.uint8)

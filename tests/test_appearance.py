@@ -48,6 +48,9 @@ def test_shading_matches_an_independent_computation():
     expected[0, 1, 2] = [0.1, 0.9, 0.3]
     assert got.shape == (1, 2, 3, 3) and got.dtype == np.float32
     np.testing.assert_allclose(got, expected, atol=1e-6)
+    image = appearance.picture(render, look)
+    assert image.dtype == np.uint8 and image.shape == (2, 3, 3)
+    assert np.abs(image.astype(int) - np.rint(expected[0] * 255)).max() <= 1
 
 
 def test_shading_rejects_passes_of_another_mesh():

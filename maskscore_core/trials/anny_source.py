@@ -117,18 +117,25 @@ def read_trial(path: Path, workdir: Path | None = None) -> Trial:
 
 
 def render_frames(trial: Trial, workdir: Path, size: int) -> Path:
-    """Render every frame of the trial (view 0 of the default views) as PNGs; returns the folder."""
+    """Render every frame of the trial (view 0 of the default views) as PNGs, shaded with the
+    frame's appearance (`appearance.picture`); returns the folder."""
     import imageio.v3 as iio
 
+    from ..appearance import picture
     from ..reference_mesh import get_reference_mesh
     from ..render import get_renderer
+    from ..views import ViewConfig
 
     folder = Path(workdir) / "video" / trial.trial_id
     folder.mkdir(parents=True, exist_ok=True)
     vertices = get_reference_mesh().vertices([frame.state for frame in trial.frames])
     renderer = get_renderer()
+    view_0 = get_renderer(ViewConfig(count=1, resolution=size))  # the default views' camera 0
     for frame, verts in zip(trial.frames, vertices):
-        image = renderer.render_rgb(verts, size, size, view_index=0)
+        if frame.state.appearance is None:
+            image = renderer.render_rgb(verts, size, size, view_index=0)
+        else:  # the frame's own skin, light and backdrop
+            image = picture(view_0.render(verts), frame.state.appearance)
         iio.imwrite(folder / f"frame_{frame.index:05d}.png", image)
     return folder
 

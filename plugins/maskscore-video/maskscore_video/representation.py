@@ -110,8 +110,7 @@ def frame_picture(renderer, state: BodyState, vertices: np.ndarray, resolution: 
 
     if state.appearance is None:
         return renderer.render_rgb(vertices, resolution, resolution, view_index=0)
-    picture = appearance.shade(renderer.render(vertices), state.appearance)[0]
-    return np.clip(np.rint(picture * 255.0), 0, 255).astype(np.uint8)
+    return appearance.picture(renderer.render(vertices), state.appearance)
 
 
 def write_clip(clip: Clip, folder: Path, resolution: int) -> None:
