@@ -301,6 +301,9 @@ class Lpips:
         self._model.eval()
         for p in self._model.parameters():
             p.requires_grad_(False)
+        # AlexNet runs in channels-last layout: oneDNN's convolutions are ~1.5x faster on a CPU
+        # that way (features differ from NCHW's in the last float32 digits, ~1e-4 at most).
+        self._model.net.to(memory_format=torch.channels_last)
 
     def features(self, images) -> LpipsFeatures:
         """Normalised features of (N, 3, H, W) images in [-1, 1] (torch or numpy), one forward."""
@@ -315,7 +318,7 @@ class Lpips:
         import lpips
 
         with torch.no_grad():
-            outs = self._model.net.forward(self._model.scaling_layer(x))
+            outs = self._model.net.forward(self._model.scaling_layer(x).contiguous(memory_format=torch.channels_last))
             layers = tuple(lpips.normalize_tensor(o) for o in outs)
         return LpipsFeatures(layers=layers, image_size=(int(x.shape[2]), int(x.shape[3])))
 

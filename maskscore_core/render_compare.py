@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from . import head_motion
+from .image_metrics import SsimReference, masked_mean
 from .records import CandidateScore, Decoded
 from .render import RenderResult, get_renderer
 from .views import ViewConfig
@@ -150,6 +151,7 @@ class PreparedReference:
     vertices_a: np.ndarray | None = None  # frame A's validated vertices (mesh references)
     head_frame: object | None = None  # head_motion.HeadFrame of frame A (mesh references)
     depth_b: np.ndarray | None = None  # frame B's depth as it is (for depth-only candidates)
+    ssim_a: object | None = None  # image_metrics.SsimReference of A's normals, filtered once per row
 
 
 class RenderCompare:
@@ -227,7 +229,7 @@ class RenderCompare:
         lpips_a, lpips_b = _split_features(features, [n, n])
         return PreparedReference(
             part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b,
-            vertices_a=a.render_vertices, head_frame=frame, depth_b=b_as_is.depth,
+            vertices_a=a.render_vertices, head_frame=frame, depth_b=b_as_is.depth, ssim_a=SsimReference(a.normals),
         )  # fmt: skip
 
     # -- candidates ---------------------------------------------------------------------------
@@ -290,7 +292,11 @@ class RenderCompare:
             found["depth_l1"] = _masked_mean(np.minimum(np.abs(side.depth[region] - ref_depth[region]), DEPTH_CAP), None)
             if side.normals is not None:
                 found["normal_l1"] = _masked_mean(np.abs(side.normals[region] - ref.normals[region]).mean(axis=-1), None)
-                found["ssim"] = max(0.0, 1.0 - _masked_ssim_by_view(side.normals, ref.normals, region))
+                if ref is prepared.a:  # consistency against frame A itself: its filtered planes are shared
+                    ssim = masked_mean(prepared.ssim_a.map(side.normals), region)
+                else:
+                    ssim = _masked_ssim_by_view(side.normals, ref.normals, region)
+                found["ssim"] = max(0.0, 1.0 - ssim)
                 found["lpips"] = max(0.0, self.lpips.distance(*lpips_pair, region))
         _add_appearance(distances, prepared, cand_if, cand, ref_a, inside, outside)
         if cand.activations is not None and prepared.b.activations is not None:
