@@ -1,5 +1,7 @@
-"""Checks a modality plugin's own tests share: it works installed alone, and without it the
-core answers nothing for its modality. Third-party modality plugins can call it too."""
+"""Checks a modality plugin's tests share: it works alone, and without it the core answers
+nothing for its modality; and one real round trip of a modality through the core (encode, write,
+read, decode, score), which tests/test_plugins_installed_alone.py runs inside a fresh virtual
+environment holding only the core and one plugin. Third-party modality plugins can call them too."""
 
 from __future__ import annotations
 
@@ -44,3 +46,66 @@ def check_modality_plugin_alone(modality: str, distribution: str, monkeypatch, t
     if target is not None:
         with pytest.raises(plugins.NoPluginError, match=f"'encode' for '{modality}'"):
             plugins.call("encode", modality, modality=modality, target=target, ctx=ctx)
+
+
+def round_trip_instance(modality: str):
+    """A small mouth edit every modality can carry: two clips of one subject (with a voice, for
+    speech) saying two phrases, the face moved by each phrase's own visemes (as the built-in
+    source moves it), so that audio, text and face motion agree. Frame B differs from A only in
+    the mouth, so frame B itself is the ideal edit."""
+    from .records import BodyState, EditInstance, EditInstruction, Subject, Target
+    from .speech.face_drive import text_activations
+
+    subject = Subject("s1", {"age": 0.4}, voice="en-us")
+
+    def clip(label: str, phrase: str) -> Target:
+        states = tuple(BodyState(phenotype={"age": 0.4}, expression=row) for row in text_activations(phrase, 25.0))
+        return Target(label, subject, states, phrase, fps=25.0)
+
+    instruction = EditInstruction(f"edit the mouth of the {modality} to match frame B", "mouth", "expression_change", modality)
+    return EditInstance(
+        key=f"round-trip-{modality}", instruction=instruction, a=clip("a", "turn on the lights"), b=clip("b", "play some music")
+    )
+
+
+def modality_round_trip(modality: str, workdir, config: dict | None = None) -> dict:
+    """One real pass of `modality` through the core, as a user would run it: encode frames B and
+    A of `round_trip_instance`, write each asset to disk, decode it to the mesh, and score both
+    with the built-in render-compare scorer (2 views of 32 px unless `config` says otherwise).
+    Returns what a test checks, as plain JSON values."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from .context import Context
+    from .records import Candidate
+
+    workdir = Path(workdir)
+    ctx = Context(workdir=workdir, seed=0, config={"views": 2, "resolution": 32, "frame_resolution": 32, **(config or {})})
+    instance = round_trip_instance(modality)
+    candidates, finite, written = [], [], []
+    for target in (instance.b, instance.a):
+        asset = plugins.call("encode", modality, modality=modality, target=target, ctx=ctx)
+        value = plugins.call("write_asset", modality, asset=asset, directory=workdir / "assets", name=target.label, ctx=ctx)
+        written.append(value is not None)
+        decoded = plugins.call("decode_to_mesh", modality, asset=asset, instance=instance, ctx=ctx)
+        arrays = [x for x in (decoded.vertices, decoded.depth, decoded.activations) if x is not None]
+        finite.append(bool(arrays) and all(np.isfinite(np.asarray(x)).all() for x in arrays))
+        candidates.append(Candidate(label=f"frame {target.label}", asset=asset))
+    scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
+    return {
+        "labels": [c.label for c in candidates],
+        "written": written,
+        "decoded_finite": finite,
+        "scores": [[s.instruction_following, s.consistency, s.overall] for s in scores],
+    }
+
+
+def no_provider_message(modality: str) -> str | None:
+    """The NoPluginError the core raises when asked for `modality`'s part mask, or None when a
+    plugin answers."""
+    try:
+        plugins.call("mask_part", modality, modality=modality, part="mouth", ctx=None)
+    except plugins.NoPluginError as err:
+        return str(err)
+    return None
