@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from maskscore_core import appearance, edits, parts
+from maskscore_core import appearance, edits
 from maskscore_core.records import Appearance, AppearanceError, BodyState, Decoded, Light, converter
 from maskscore_core.render import RenderResult
 

@@ -80,7 +80,7 @@ def test_ladder_is_recovered_for_appearance_edits(trials, ctx, tmp_path, task):
 def test_glb_carries_the_look_and_rejects_disagreeing_colours(ctx, tmp_path):
     import trimesh
 
-    from maskscore_core.records import BodyState, Light, Target, Subject
+    from maskscore_core.records import BodyState, Light, Subject, Target
 
     look = Appearance(skin=(0.5, 0.4, 0.3), albedo={"mouth": (0.8, 0.1, 0.1)}, light=Light((0.2, 0.4, 0.9), 1.0, 0.2),
                       background=(0.3, 0.6, 0.9))  # fmt: skip

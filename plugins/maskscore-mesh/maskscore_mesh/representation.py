@@ -14,9 +14,8 @@ agree (to COLOR_0's 8-bit precision), so a file whose colours were changed witho
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import io
+from pathlib import Path
 
 import numpy as np
 
@@ -91,7 +90,7 @@ def read_appearance(path: Path) -> Appearance | None:
         return None
     try:
         look = converter.structure(record, Appearance)
-    except Exception as err:  # cattrs groups the record's AppearanceError
+    except Exception as err:  # noqa: BLE001 - cattrs groups the record's AppearanceError
         reason = err.exceptions[0] if isinstance(err, BaseExceptionGroup) and err.exceptions else err
         raise MeshFileError(f"{path}: scene extras {EXTRAS_KEY!r} is not a valid appearance: {reason}") from None
     mesh = next(iter(loaded.geometry.values()))
