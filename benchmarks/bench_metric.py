@@ -3,10 +3,10 @@
 One row = one edit scored the way the dataset builder scores it: frames A and B prepared
 (rendered, LPIPS features), then 5 ladder candidates scored on all three dimensions.
 The floor is the same renders and the same LPIPS forwards timed alone, without any comparison:
-frames A and B, each candidate, plus a head-aligned copy of B and of each candidate where that
-alignment moves the head by more than ALIGN_EPSILON_M: 9 renders and as many 8-view LPIPS
-forwards here (frame B turned its head; the wrong subject's head sits elsewhere); the figures
-report how many. full / floor says how much the comparisons (L1, SSIM, LPIPS distance maps,
+frame A, frame B (moved onto A's head where its head moved), each candidate, plus a head-aligned
+copy of each candidate whose alignment moves the head by more than ALIGN_EPSILON_M: 8 renders
+and as many 8-view LPIPS forwards here (frame B turned its head; the wrong subject's head sits
+elsewhere); the figures report how many. full / floor says how much the comparisons (L1, SSIM, LPIPS distance maps,
 masks, head-motion fits) add on top. Wall time and process CPU time are both
 reported: on a shared machine the CPU time is the steadier figure.
 
@@ -94,7 +94,7 @@ def main(out_path, rows, views, resolution, part):
         aligned = head_motion.align_to_a(frame, vertices)
         return [aligned] if head_motion.moves_head(frame, vertices, aligned, ALIGN_EPSILON_M) else []
 
-    reference_meshes = [frame_a, frame_b, *aligned_copy(frame_b)]
+    reference_meshes = [frame_a, *(aligned_copy(frame_b) or [frame_b])]  # B once: aligned where it moved
     candidate_meshes = [m for v in candidates for m in (v, *aligned_copy(v))]
     floor_renders = len(reference_meshes) + len(candidate_meshes)
 

@@ -150,8 +150,9 @@ class PreparedReference:
     lpips_b: object | None
     vertices_a: np.ndarray | None = None  # frame A's validated vertices (mesh references)
     head_frame: object | None = None  # head_motion.HeadFrame of frame A (mesh references)
-    depth_b: np.ndarray | None = None  # frame B's depth as it is (for depth-only candidates)
+    b_as_is: Decoded | None = None  # frame B as given, when `b` is B moved onto A's head
     ssim_a: object | None = None  # image_metrics.SsimReference of A's normals, filtered once per row
+    lazy: dict = attrs.field(factory=dict)  # renders made only when a candidate needs them
 
 
 class RenderCompare:
@@ -205,15 +206,18 @@ class RenderCompare:
 
         parts.check_active(part)
         a = self._side(ref_a, "frame A")
-        b_as_is = self._side(ref_b, "frame B")
-        b = b_as_is
-        frame = None
-        if a.render_vertices is not None and b_as_is.render_vertices is not None:
+        # Frame B is rendered once: moved onto A's head when its head moved, as it is otherwise
+        # (B as it is is rendered later only if a depth-only candidate needs its depth).
+        b, b_as_is, frame = None, None, None
+        if a.render_vertices is not None and isinstance(ref_b, Decoded) and ref_b.vertices is not None:
+            vertices_b = self.renderer.check(ref_b.vertices, "frame B")
             frame = head_motion.head_frame(a.render_vertices, part)
             if part not in NO_ALIGN_PARTS:
-                aligned = head_motion.align_to_a(frame, b_as_is.render_vertices)
-                if head_motion.moves_head(frame, b_as_is.render_vertices, aligned, ALIGN_EPSILON_M):
-                    b = self._side(attrs.evolve(ref_b, vertices=aligned), "frame B")
+                aligned = head_motion.align_to_a(frame, vertices_b)
+                if head_motion.moves_head(frame, vertices_b, aligned, ALIGN_EPSILON_M):
+                    b, b_as_is = self._side(attrs.evolve(ref_b, vertices=aligned), "frame B"), ref_b
+        if b is None:
+            b = self._side(ref_b, "frame B")
         if a.render is None or b.render is None:
             raise RenderCompareError(
                 "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
@@ -229,7 +233,7 @@ class RenderCompare:
         lpips_a, lpips_b = _split_features(features, [n, n])
         return PreparedReference(
             part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b,
-            vertices_a=a.render_vertices, head_frame=frame, depth_b=b_as_is.depth, ssim_a=SsimReference(a.normals),
+            vertices_a=a.render_vertices, head_frame=frame, b_as_is=b_as_is, ssim_a=SsimReference(a.normals),
         )  # fmt: skip
 
     # -- candidates ---------------------------------------------------------------------------
@@ -275,6 +279,14 @@ class RenderCompare:
             for i, side in enumerate(sides)
         ]
 
+    def _depth_b_as_is(self, prepared: PreparedReference) -> np.ndarray:
+        """Frame B's depth as given (not moved onto A's head), rendered on first use."""
+        if prepared.b_as_is is None:
+            return prepared.b.depth
+        if "depth_b" not in prepared.lazy:
+            prepared.lazy["depth_b"] = self._side(prepared.b_as_is, "frame B").depth
+        return prepared.lazy["depth_b"]
+
     def _score_one(self, prepared: PreparedReference, cand_if: Side, cand: Side, lpips_pairs, ref_a: Side) -> CandidateScore:
         inside = prepared.inside
         outside = (prepared.b.coverage | ref_a.coverage | cand.coverage) & ~inside
@@ -287,8 +299,8 @@ class RenderCompare:
                 raise RenderCompareError(f"{dimension}: its region holds no pixel in any view")
             found = distances[dimension]
             ref_depth = ref.depth
-            if dimension == "instruction_following" and side.render is None and prepared.depth_b is not None:
-                ref_depth = prepared.depth_b  # depth maps cannot be aligned: compare with B as it is
+            if dimension == "instruction_following" and side.render is None:
+                ref_depth = self._depth_b_as_is(prepared)  # depth maps cannot be aligned: compare with B as it is
             found["depth_l1"] = _masked_mean(np.minimum(np.abs(side.depth[region] - ref_depth[region]), DEPTH_CAP), None)
             if side.normals is not None:
                 found["normal_l1"] = _masked_mean(np.abs(side.normals[region] - ref.normals[region]).mean(axis=-1), None)
