@@ -181,7 +181,7 @@ def _instances(built_in_trials, count):
 # (part, pair) whose ladder is strict on the first built-in instance of that part (README.md,
 # "Ladder by path pair", lists every pair measured, those that swap neighbouring rungs and why).
 STRICT_PAIRS = [
-    ("mouth", "speech->depth"), ("mouth", "keypoints->video"), ("face", "video->depth"),
+    ("mouth", "speech->depth"), ("mouth", "keypoints->depth"), ("face", "video->depth"),
     ("eyebrow", "depth->keypoints"), ("neck", "pose->video"), ("neck", "video->keypoints"),
 ]  # fmt: skip
 
@@ -197,9 +197,9 @@ def test_ladder_is_strict_through_faithful_path_pairs(ctx, built_in_trials, part
 
 
 def test_key_chosen_pairs_put_frame_b_above_the_wrong_subject(ctx, built_in_trials):
-    """With each instance's own pair, lossy paths (sparse keypoints) and depth candidates of a
-    head turn may swap neighbouring rungs (README.md), but frame B's part always beats another
-    subject."""
+    """With each instance's own pair, a keypoint-decoded face (through the metric's head-motion
+    fit) and depth candidates of a head turn may swap rungs (README.md), but frame B's part
+    always beats another subject."""
     for instance in _instances(built_in_trials, LADDER_INSTANCES):
         overall = _ladder_scores(instance, ctx)
         assert overall[0] > overall[4], (instance.key, str(choose_pair(instance, ctx)), overall)
