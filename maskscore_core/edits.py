@@ -101,6 +101,10 @@ _WITHOUT_GAZE = {part: task for part, task in _STATIC_TASKS.items() if part != "
 # first task type is its geometric one (what an edit of the part is when no task type is asked);
 # the appearance ones are made when asked for (`make_instances(task_types=...)`) and A and B
 # differ in that look (`appearance_change`). The iris takes no skin tone (it has no skin).
+# Video carries the look too (each frame's BodyState, PNG frames shaded with it), on the parts it
+# already edits: a part with no geometric video edit (nose, hair, ears) would have an appearance
+# type as its first, which undirected draws would then make from a geometric change, and it would
+# join the pool the geometric rung 4 picks its wrong part from (`ladder.wrong_part`).
 APPEARANCE_TASK_TYPES: tuple[str, ...] = ("lighting_change", "skin_tone", "background_change")
 APPEARANCE_PARTS: dict[str, tuple[str, ...]] = {
     "lighting_change": ("face", "mouth", "eyebrow", "irides", "nose"),
@@ -110,6 +114,7 @@ APPEARANCE_PARTS: dict[str, tuple[str, ...]] = {
 
 
 def _with_appearance(table: dict[str, str]) -> dict[str, str | tuple[str, ...]]:
+    """The table with each part's appearance task types after its geometric one."""
     out: dict[str, str | tuple[str, ...]] = {}
     for part, task in table.items():
         extra = tuple(t for t in APPEARANCE_TASK_TYPES if part in APPEARANCE_PARTS[t])
@@ -123,7 +128,7 @@ TASK_TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
     "keypoints": {part: task for part, task in _WITHOUT_GAZE.items() if part not in vocab.ACCESSORY_PARTS},
     "pose": {part: "pose_change" for part in _MOTION_PARTS if part != "eyebrow"},
     "multimodal": {part: "cross_modal_compose" for part in _MOTION_PARTS},
-    "video": {part: "temporal_edit" for part in _MOTION_PARTS},
+    "video": _with_appearance({part: "temporal_edit" for part in _MOTION_PARTS}),
     "speech": {"mouth": "speech_edit"},
     "text": {"mouth": "speech_edit"},
 }
@@ -429,10 +434,21 @@ def _sequence_change(part: str, a: Trial, b: Trial) -> float:
     return max(part_change(part, fa.state, b.frames[r].state) for fa, r in zip(a.frames, rows))
 
 
+def _sequence_appearance_change(task: str, part: str, a: Trial, b: Trial) -> float:
+    """The look's change between two clips (`appearance_change`), frame by frame after
+    resampling B to A's length: the largest."""
+    rows = np.round(np.linspace(0, len(b.frames) - 1, len(a.frames))).astype(int)
+    return max(appearance_change(task, part, fa.state, b.frames[r].state) for fa, r in zip(a.frames, rows))
+
+
 def _sequence_pair_ok(modality: str, part: str, task: str | None, a: Trial, b: Trial) -> bool:
-    """Two clips of one subject make a `modality` edit of `part` (of type `task`, if asked)."""
+    """Two clips of one subject make a `modality` edit of `part` (of type `task`, if asked).
+    An appearance task type needs the clips to differ in that look (no rule on the rest, as for
+    single frames: the reference is clip A with only B's look carried over)."""
     if modality != "video":
         return a.transcript != b.transcript
+    if task in APPEARANCE_TASK_TYPES:
+        return _sequence_appearance_change(task, part, a, b) >= 1.0
     first_a, first_b = a.frames[0].state, b.frames[0].state
     if part in vocab.ACCESSORY_PARTS:
         slot = accessories.slot_for_part(part)
@@ -444,24 +460,54 @@ def _sequence_pair_ok(modality: str, part: str, task: str | None, a: Trial, b: T
     return _sequence_change(part, a, b) >= 1.0
 
 
-def _task_options(modality: str, task: str, grouped, eligible, pair_cache) -> list[tuple]:
-    """Every (subject, part[, trial a, trial b]) that can give a `task` edit; the static pairs of
-    each (subject, part) are cached in `pair_cache` for the draw."""
-    options = []
-    for subject_id in eligible:
+def _edit_key(modality: str, trial_a: Trial, fa: int | None, trial_b: Trial, fb: int | None, part: str) -> str:
+    """The edit's own key: modality, the two clips (and frames, for single-frame modalities), part."""
+    if fa is None:
+        return f"{modality}-{trial_a.trial_id}-{trial_b.trial_id}-{_slug(part)}"
+    return f"{modality}-{trial_a.trial_id}-f{fa:04d}-{trial_b.trial_id}-f{fb:04d}-{_slug(part)}"
+
+
+def _task_pairs(modality: str, task: str, subject_id: str, part: str, grouped, cache) -> list[tuple]:
+    """Every (trial a, frame a, trial b, frame b) of one subject that gives a `task` edit of
+    `part` (frames None for sequence modalities); cached in `cache`."""
+    ident = (subject_id, part, task)
+    if ident not in cache:
         subject_trials = grouped[subject_id]
-        for part in _parts_for_task(modality, task):
-            if modality in SEQUENCE_MODALITIES:
-                for ta in range(len(subject_trials)):
-                    for tb in range(len(subject_trials)):
-                        if ta != tb and _sequence_pair_ok(modality, part, task, subject_trials[ta], subject_trials[tb]):
-                            options.append((subject_id, part, ta, tb))
-            else:
-                if (subject_id, part, task) not in pair_cache:
-                    pair_cache[subject_id, part, task] = _static_pairs(part, subject_trials, task)
-                if len(pair_cache[subject_id, part, task][1]):
-                    options.append((subject_id, part))
-    return options
+        if modality in SEQUENCE_MODALITIES:
+            n = len(subject_trials)
+            cache[ident] = [(ta, None, tb, None) for ta in range(n) for tb in range(n)
+                            if ta != tb and _sequence_pair_ok(modality, part, task, subject_trials[ta], subject_trials[tb])]
+        else:
+            index, pairs = _static_pairs(part, subject_trials, task)
+            cache[ident] = [(*index[int(i)], *index[int(j)]) for i, j in pairs]
+    return cache[ident]
+
+
+def _draw_task(modality: str, task: str, grouped, eligible, cache, keys: set[str], rng):
+    """An unused `task` edit, (subject, part, ta, fa, tb, fb), or None when none is left.
+
+    (subject, part) are visited in a random order and the first with an unused pair is taken
+    (so it is uniform among those that have one), then a pair uniformly among its unused ones.
+    Pairs are computed lazily: a large source costs only the subjects visited."""
+    combos = [(sid, part) for sid in eligible for part in _parts_for_task(modality, task)]
+    for c in rng.permutation(len(combos)):
+        subject_id, part = combos[int(c)]
+        pairs = _task_pairs(modality, task, subject_id, part, grouped, cache)
+        if not pairs:
+            continue
+        subject_trials = grouped[subject_id]
+
+        def used(p):
+            return _edit_key(modality, subject_trials[p[0]], p[1], subject_trials[p[2]], p[3], part) in keys
+
+        pick = pairs[int(rng.integers(len(pairs)))]
+        if used(pick):
+            unused = [p for p in pairs if not used(p)]
+            if not unused:
+                continue
+            pick = unused[int(rng.integers(len(unused)))]
+        return (subject_id, part, *pick)
+    return None
 
 
 def _draw_any(modality, grouped, eligible, parts_list, pair_cache, rng):
@@ -478,16 +524,6 @@ def _draw_any(modality, grouped, eligible, parts_list, pair_cache, rng):
         pair_cache[subject_id, part, None] = _static_pairs(part, subject_trials)
     pair = _static_pair(*pair_cache[subject_id, part, None], rng)
     return None if pair is None else (subject_id, part, *pair)
-
-
-def _draw_task(modality, options, pair_cache, task, rng):
-    """One draw of a `task` edit among its options: (subject, part, ta, fa, tb, fb)."""
-    option = options[int(rng.integers(len(options)))]
-    if modality in SEQUENCE_MODALITIES:
-        subject_id, part, ta, tb = option
-        return subject_id, part, ta, None, tb, None
-    subject_id, part = option
-    return (subject_id, part, *_static_pair(*pair_cache[subject_id, part, task], rng))
 
 
 def make_instances(
@@ -523,58 +559,56 @@ def make_instances(
     parts_list = list(table)
     instances: list[EditInstance] = []
     keys: set[str] = set()
-    pair_cache: dict[tuple, tuple] = {}
-    options: dict[str, list[tuple]] = {}
+    pair_cache: dict[tuple, object] = {}
+    trial_count = sum(len(t) for t in grouped.values())
     for n in range(count):
         wanted = None if requested is None else requested[n]
-        if wanted is not None and wanted not in options:
-            options[wanted] = _task_options(modality, wanted, grouped, eligible, pair_cache)
-            if not options[wanted]:
-                raise EditError(
-                    f"no {modality} edit of task type {wanted!r} (parts: {', '.join(_parts_for_task(modality, wanted))})"
-                    f" can be made from {sum(len(t) for t in grouped.values())} trials of {len(grouped)} subjects:"
-                    " no subject has a frame pair of that type; add subjects or trials"
-                )
-        for _attempt in range(MAX_ATTEMPTS_PER_INSTANCE):
-            if wanted is None:
+        if wanted is None:
+            for _attempt in range(MAX_ATTEMPTS_PER_INSTANCE):
                 drawn = _draw_any(modality, grouped, eligible, parts_list, pair_cache, rng)
+                if drawn is not None:
+                    subject_id, part, ta, fa, tb, fb = drawn
+                    key = _edit_key(modality, grouped[subject_id][ta], fa, grouped[subject_id][tb], fb, part)
+                    if key not in keys:
+                        break
             else:
-                drawn = _draw_task(modality, options[wanted], pair_cache, wanted, rng)
-            if drawn is None:
-                continue
-            subject_id, part, ta, fa, tb, fb = drawn
-            subject_trials = grouped[subject_id]
-            trial_a, trial_b = subject_trials[ta], subject_trials[tb]
-            if sequence:
-                key = f"{modality}-{trial_a.trial_id}-{trial_b.trial_id}-{_slug(part)}"
-            else:
-                key = f"{modality}-{trial_a.trial_id}-f{fa:04d}-{trial_b.trial_id}-f{fb:04d}-{_slug(part)}"
-            if key in keys:
-                continue
-            a = _target("frame A", trial_a, fa)
-            b = _target("frame B", trial_b, fb)
-            task = _task_of(modality, part, a.state, b.state, wanted)
-            other_trial, fo = _pick_other(subject_id, fa, grouped, rng)
-            instruction = EditInstruction(
-                text=instruction_text(modality, part, trial_b.transcript, task), part=part, task_type=task, modality=modality
-            )
-            instances.append(
-                EditInstance(
-                    key=key,
-                    instruction=instruction,
-                    a=a,
-                    b=b,
-                    other=_target("wrong subject", other_trial, fo),
-                    trial_a=trial_a.trial_id,
-                    trial_b=trial_b.trial_id,
+                raise EditError(
+                    f"found only {len(instances)} of {count} distinct {modality} edit instances in"
+                    f" {trial_count} trials of {len(grouped)} subjects; add trials or ask for fewer"
                 )
-            )
-            keys.add(key)
-            break
         else:
-            kind = f"{modality}" if wanted is None else f"{modality} {wanted}"
-            raise EditError(
-                f"found only {len(instances)} of {count} distinct {kind} edit instances in"
-                f" {sum(len(t) for t in grouped.values())} trials of {len(grouped)} subjects; add trials or ask for fewer"
+            drawn = _draw_task(modality, wanted, grouped, eligible, pair_cache, keys, rng)
+            if drawn is None:
+                if not any(pair_cache[sid, part, wanted] for sid in eligible for part in _parts_for_task(modality, wanted)):
+                    raise EditError(
+                        f"no {modality} edit of task type {wanted!r} (parts: {', '.join(_parts_for_task(modality, wanted))})"
+                        f" can be made from {trial_count} trials of {len(grouped)} subjects:"
+                        " no subject has a frame pair of that type; add subjects or trials"
+                    )
+                raise EditError(
+                    f"found only {len(instances)} of {count} distinct {modality} edit instances ({requested.count(wanted)}"
+                    f" of task type {wanted!r}) in {trial_count} trials of {len(grouped)} subjects; add trials or ask for fewer"
+                )
+            subject_id, part, ta, fa, tb, fb = drawn
+            key = _edit_key(modality, grouped[subject_id][ta], fa, grouped[subject_id][tb], fb, part)
+        trial_a, trial_b = grouped[subject_id][ta], grouped[subject_id][tb]
+        a = _target("frame A", trial_a, fa)
+        b = _target("frame B", trial_b, fb)
+        task = _task_of(modality, part, a.state, b.state, wanted)
+        other_trial, fo = _pick_other(subject_id, fa, grouped, rng)
+        instruction = EditInstruction(
+            text=instruction_text(modality, part, trial_b.transcript, task), part=part, task_type=task, modality=modality
+        )
+        instances.append(
+            EditInstance(
+                key=key,
+                instruction=instruction,
+                a=a,
+                b=b,
+                other=_target("wrong subject", other_trial, fo),
+                trial_a=trial_a.trial_id,
+                trial_b=trial_b.trial_id,
             )
+        )
+        keys.add(key)
     return instances

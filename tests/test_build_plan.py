@@ -88,6 +88,11 @@ def test_a_task_type_that_cannot_be_made_is_an_error_naming_it(trials):
     same_look = [t for t in trials if t.trial_id in ("s0-t000", "s1-t000")]
     with pytest.raises(edits.EditError, match="no mesh edit of task type 'part_add'"):
         edits.make_instances(same_look, "mesh", np.random.default_rng(0), 2, task_types=["expression_change", "part_add"])
+    # every distinct clip pair is used before the maker gives up, and then it says how far it got
+    eight = edits.make_instances(trials, "speech", np.random.default_rng(0), 8, task_types=["speech_edit"] * 8)
+    assert len({i.key for i in eight}) == 8
+    with pytest.raises(edits.EditError, match=r"found only 8 of 9 distinct speech edit instances \(9 of task type 'speech_edit'\)"):
+        edits.make_instances(trials, "speech", np.random.default_rng(0), 9, task_types=["speech_edit"] * 9)
     with pytest.raises(edits.EditError, match="gave 1 task types"):
         edits.make_instances(trials, "mesh", np.random.default_rng(0), 2, task_types=["part_add"])
     with pytest.raises(vocab.VocabularyError, match="unknown task type 'recolor'"):

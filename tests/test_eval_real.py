@@ -36,14 +36,14 @@ def test_render_compare_stored_scores_equal_rescoring_and_need_no_assets(tmp_pat
     assert stored["scorer"] == evaluate.bench_scorer_config(bench)
     rescored = summary(["--rescore"])
     assert rescored["scores_from"] == "scorer" and len(out.read_text().splitlines()) == 2
-    # the scores themselves: each candidate's three scores, stored against scored now
+    # the scores themselves, exactly: the build scored the candidates as written and read back
     config = evaluate.ScorerConfig(**stored["scorer"])
     fresh = evaluate.score_bench(bench, config, evaluate.ResultCache(out))
     kept = evaluate.stored_results(bench, config)
     assert fresh.keys() == kept.keys()
     for ident, record in kept.items():
         for dimension, scores in record["scores"].items():
-            assert fresh[ident]["scores"][dimension] == pytest.approx(scores, abs=1e-6), (ident, dimension)
+            assert fresh[ident]["scores"][dimension] == scores, (ident, dimension)
     assert {k: v for k, v in stored.items() if k != "scores_from"} == {k: v for k, v in rescored.items() if k != "scores_from"}
 
     shutil.rmtree(bench / "assets")

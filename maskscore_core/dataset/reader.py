@@ -78,10 +78,16 @@ def candidate_values(modality: str, row: dict) -> list:
     return list(row[schemas.CANDIDATE_COLUMN[schemas.table_for_modality(modality)]])
 
 
-def load_candidates(root: Path, modality: str, row: dict, ctx: Context) -> list[Candidate]:
-    """The row's candidates as Assets (read_asset), labelled and ranked by their ladder position."""
+def read_candidates(root: Path, modality: str, values: list, ctx: Context) -> list[Candidate]:
+    """Candidates from their column values (read_asset), labelled and ranked by ladder position.
+    The build scores exactly these, so its stored scores are the scores of what rows point to."""
     candidates = []
-    for position, value in enumerate(candidate_values(modality, row)):
+    for position, value in enumerate(values):
         asset = plugins.call("read_asset", modality, modality=modality, value=value, root=Path(root), ctx=ctx)
         candidates.append(Candidate(f"rung{position + 1}", asset, position + 1))
     return candidates
+
+
+def load_candidates(root: Path, modality: str, row: dict, ctx: Context) -> list[Candidate]:
+    """The row's candidates as Assets (read_asset), labelled and ranked by their ladder position."""
+    return read_candidates(root, modality, candidate_values(modality, row), ctx)

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from .. import plugins, schemas, vocab
 from ..context import Context
 from ..records import Candidate, EditInstance, converter
-from . import atomic
+from . import atomic, reader
 from .plan import BuildConfig, ShardSpec
 from .scorer_config import hook_config
 from .splits import SPLITS, trials_for_split
@@ -141,18 +141,18 @@ def _ordered(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, asset_dir: Path, ctx: Context) -> list[dict]:
-    """Edit, score, write the assets of one instance and return its rows."""
+    """Edit, write the assets, score them as written, and return the instance's rows.
+
+    The scorer sees the candidates read back from their files (`reader.read_candidates`), as
+    `maskscore eval` and any reward model do: a file format's rounding (a .glb stores float32)
+    then never makes the stored scores differ from a re-scoring of the same bench."""
     modality = instance.instruction.modality
     key = instance.key
+    candidates = []
     if config.scored:
         candidates = _ordered(list(plugins.call("edit", config.editor, editor=config.editor, modality=modality, instance=instance, ctx=ctx)))
         if not candidates:
             raise ShardError(f"editor {config.editor!r} returned no candidates for {key}")
-        scored = list(plugins.call("score", config.scorer, scorer=config.scorer, instance=instance, candidates=candidates, ctx=ctx))
-        if len(scored) != len(candidates):
-            raise ShardError(f"scorer {config.scorer!r} returned {len(scored)} scores for {len(candidates)} candidates of {key}")
-    else:
-        candidates, scored = [], []
     source_asset = plugins.call("encode", modality, modality=modality, target=instance.a, ctx=ctx)
 
     def write(asset, name):
@@ -161,6 +161,12 @@ def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, 
 
     input_value = write(source_asset, f"{key}-input")
     candidate_values = [write(c.asset, f"{key}-rung{c.rung if c.rung is not None else n + 1}") for n, c in enumerate(candidates)]
+    scored = []
+    if config.scored:
+        written = reader.read_candidates(temp_root, modality, candidate_values, ctx)
+        scored = list(plugins.call("score", config.scorer, scorer=config.scorer, instance=instance, candidates=written, ctx=ctx))
+        if len(scored) != len(candidates):
+            raise ShardError(f"scorer {config.scorer!r} returned {len(scored)} scores for {len(candidates)} candidates of {key}")
     dimensions = vocab.DIMENSIONS if config.scored else ("overall",)
     rows = []
     for dimension in dimensions:
