@@ -155,3 +155,20 @@ def test_llvm_versions_are_read_from_library_names(name, major):
     from maskscore_core.render import _llvm_major
 
     assert _llvm_major(f"/usr/lib/x86_64-linux-gnu/{name}") == major
+
+
+def test_frustum_culling_leaves_the_renders_unchanged(meshes, monkeypatch):
+    """Faces no view can show are left out of Mitsuba's scene (a cheaper BVH rebuild); the
+    passes must be bit-for-bit those of the whole mesh, face ids included."""
+    from maskscore_core import render
+
+    config = ViewConfig(count=3, resolution=48)
+    poses = render.camera_poses(config)
+    shown = render.faces_in_view(meshes["jaw"], meshes["faces"], poses, config.fov_deg, config.near_clip, 48, 48)
+    assert 0.1 < len(shown) / len(meshes["faces"]) < 0.9  # the head framing leaves most of the body out
+    culled = Renderer(config).render(meshes["jaw"])
+    monkeypatch.setattr(render, "faces_in_view", lambda vertices, faces, *rest: np.arange(len(faces)))
+    whole = Renderer(config).render(meshes["jaw"])
+    for name in ("depth", "normals", "face_id", "coverage"):
+        assert getattr(culled, name).tobytes() == getattr(whole, name).tobytes(), name
+    assert np.isin(culled.face_id[culled.coverage], shown).all()
