@@ -36,6 +36,25 @@ def test_a_voice_matches_itself_across_sentences_and_not_the_other_sex(prints):
     assert 2 ** prints["en-us", 0].log2_f0 < 130 < 160 < 2 ** prints["en-us+f4", 0].log2_f0  # male / female pitch
 
 
+def test_built_in_voices_match_themselves_and_are_told_apart(tmp_path):
+    """Every built-in voice matches itself across sentences, and the matcher tells every two of
+    them apart on every pair of different sentences, except the pairs listed as confusable."""
+    from maskscore_core.speech.synthesis import CONFUSABLE_VOICES, VOICES
+
+    prints = {
+        (voice, i): voiceprint(load_speech_audio(synthesize(text, voice, tmp_path / f"{voice}-{i}.wav")))
+        for voice in VOICES
+        for i, text in enumerate(COMMANDS)
+    }
+    pairs = [(i, j) for i in range(len(COMMANDS)) for j in range(len(COMMANDS)) if i != j]
+    for voice in VOICES:
+        assert all(voice_distance(prints[voice, i], prints[voice, j]) <= 1.0 for i, j in pairs), voice
+    for a in VOICES:
+        for b in VOICES:
+            if a < b and frozenset({a, b}) not in CONFUSABLE_VOICES:
+                assert all(voice_distance(prints[a, i], prints[b, j]) > 1.0 for i, j in pairs), (a, b)
+
+
 def test_identify_presumes_frame_a_unless_the_voice_rules_it_out(prints):
     enrolled = [("a", prints["en-us", 0]), ("other", prints["en-us+f3", 0])]
     assert identify(prints["en-us", 1], enrolled, presumed="a") == "a"  # A's voice, other words

@@ -39,6 +39,21 @@ def test_voices_are_espeak_voices(tmp_path):
         assert duration_s(synthesize("stop", voice, tmp_path / "v.wav")) > 0.2
 
 
+def test_every_voice_is_its_own_voice(tmp_path):
+    """Each built-in voice's variant really applies (espeak-ng silently ignores an unknown variant
+    and any variant after `en-gb`), and no two built-in voices sound the same."""
+    from maskscore_core.speech.synthesis import CONFUSABLE_VOICES, FEMALE_VOICES, MALE_VOICES, VOICES
+
+    assert VOICES == MALE_VOICES + FEMALE_VOICES and all(pair <= set(VOICES) for pair in CONFUSABLE_VOICES)
+    text = "turn on the kitchen lights"
+    spoken = {voice: synthesize(text, voice, tmp_path / f"{voice}.wav").read_bytes() for voice in VOICES}
+    assert len(set(spoken.values())) == len(VOICES)
+    for voice in VOICES:
+        language, _, variant = voice.partition("+")
+        if variant:
+            assert spoken[voice] != synthesize(text, language, tmp_path / "plain.wav").read_bytes(), voice
+
+
 def test_unknown_voice_is_named(tmp_path):
     with pytest.raises(SynthesisError, match="'xx-nowhere'"):
         synthesize("stop", "xx-nowhere", tmp_path / "a.wav")

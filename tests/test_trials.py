@@ -52,10 +52,42 @@ def test_subjects_are_told_apart_and_prefix_stable():
     fewer = subjects.draw_subjects(np.random.default_rng(3), 3, min_distance=0.3)
     assert fewer == many[:3]
     for subject in many:
-        voices = subjects.FEMALE_VOICES if subject.phenotype["gender"] > 0.5 else subjects.MALE_VOICES
-        assert subject.voice in voices
         for label, (low, high) in subjects.PHENOTYPE_RANGES.items():
             assert low <= subject.phenotype[label] <= high
+
+
+def _sex_voices(subject):
+    return subjects.FEMALE_VOICES if subject.phenotype["gender"] > 0.5 else subjects.MALE_VOICES
+
+
+def test_voices_are_dealt_without_replacement_and_by_sex_while_they_last():
+    count = len(subjects.VOICES)
+    for seed in range(6):
+        drawn = subjects.draw_subjects(np.random.default_rng(seed), 2 * count + 2, min_distance=0.1)
+        for start in (0, count):  # each full round of subjects speaks every voice once
+            assert sorted(s.voice for s in drawn[start : start + count]) == sorted(subjects.VOICES), seed
+        assert len({s.voice for s in drawn[2 * count :]}) == 2  # the third round has begun, again distinct
+        for i, subject in enumerate(drawn):
+            round_before = {s.voice for s in drawn[i - i % count : i]}
+            if set(_sex_voices(subject)) - round_before:  # a voice of its sex was still free
+                assert subject.voice in _sex_voices(subject), (seed, i)
+            else:
+                assert subject.voice not in _sex_voices(subject), (seed, i)
+
+
+def test_a_voice_the_matcher_confuses_with_a_taken_one_comes_last():
+    for confusable in subjects.CONFUSABLE_VOICES:
+        first, second = sorted(confusable)
+        pool = subjects.FEMALE_VOICES if first in subjects.FEMALE_VOICES else subjects.MALE_VOICES
+        others = [v for v in pool if v not in confusable]
+        for seed in range(8):
+            rng = np.random.default_rng(seed)
+            # With another voice of the sex free, the confusable one is not picked ...
+            if others:
+                assert subjects.next_voice(rng, pool is subjects.FEMALE_VOICES, [first]) in others
+            # ... and with only it left, it is (a shared voice would be worse).
+            taken = [first, *others]
+            assert subjects.next_voice(rng, pool is subjects.FEMALE_VOICES, taken) == second
 
 
 def test_impossible_subject_spacing_is_a_clear_error():

@@ -2,8 +2,8 @@
 
 espeak-ng is a rule-based formant synthesiser: the same text, voice, speed and pitch give the same
 samples every time, which keeps built-in trials reproducible. Its 22,050 Hz output is resampled
-to the 16 kHz that pocketsphinx expects. Subjects differ by voice variant (accent and a male or
-female variant) and optionally speed (words per minute) and pitch (0-99).
+to the 16 kHz that pocketsphinx expects. Subjects differ by voice (an accent and a variant that
+sets pitch and timbre) and optionally speed (words per minute) and pitch (0-99).
 """
 
 from __future__ import annotations
@@ -19,17 +19,21 @@ import numpy as np
 from .audio import SAMPLE_RATE, resample, write_wav
 from .errors import SynthesisError
 
-# espeak-ng voice specs ("language+variant") the built-in subjects are spoken with: two accents,
-# male and female variants; all align well with pocketsphinx's en-US model.
-VOICES: tuple[str, ...] = (
-    "en-us",
-    "en-us+f3",
-    "en-us+m3",
-    "en-us+f4",
-    "en-gb",
-    "en-gb+f2",
-    "en-gb-x-rp",
-    "en-gb+m4",
+# espeak-ng voice specs ("language+variant") the built-in subjects are spoken with. Each was
+# chosen because it changes the audio (espeak-ng 1.51 silently ignores an unknown variant, and any
+# variant written after `en-gb`: `en-gb+f2` is byte for byte `en-gb`; `en` is the same British
+# voice and does take a variant), because pocketsphinx aligns it, and because the voiceprint
+# matcher (`speakers.identify`) tells it from the others: see docs/speech.md for the measured
+# separation of every pair. Male voices first, then female ones (`trials.subjects` matches a
+# subject's voice to its sex while it can).
+MALE_VOICES: tuple[str, ...] = ("en-us+klatt3", "en+travis")
+FEMALE_VOICES: tuple[str, ...] = ("en-us+aunty", "en-us+belinda", "en+anika")
+VOICES: tuple[str, ...] = MALE_VOICES + FEMALE_VOICES
+# The pairs of VOICES the matcher does not always tell apart (over 40 commands it separates
+# en-us+klatt3 from en+travis in 80 % of sentence pairs, en-us+belinda from en+anika in 49 %);
+# it separates every other pair in every sentence pair.
+CONFUSABLE_VOICES: frozenset[frozenset[str]] = frozenset(
+    {frozenset({"en-us+klatt3", "en+travis"}), frozenset({"en-us+belinda", "en+anika"})}
 )
 SPEED_RANGE_WPM = (80, 450)
 PITCH_RANGE = (0, 99)

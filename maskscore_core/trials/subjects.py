@@ -5,12 +5,15 @@ ordinary (`PHENOTYPE_RANGES`), by rejection sampling so that every two subjects 
 `min_distance` apart (Euclidean distance on the six phenotype values, each in [0, 1]). That
 gap is what makes the ladder's "wrong subject" rung a visibly different person.
 
-ANNY's gender runs from 0 (male) to 1 (female); the espeak-ng voice is picked from the male or
-female variants accordingly. `Subject.accessories` is the subject's usual look: each slot
-(glasses, hat, earrings, scarf) worn with probability 1/2, in a random variant. Trials wear it,
-except trials whose look change is the accessories (`changed_accessories`, see `trials.clips`),
-so two trials of one subject can differ by an accessory added, removed or replaced (the Part
-group of task types).
+Voices are dealt without replacement (`next_voice`): a subject speaks in a voice no earlier
+subject has, of its sex (ANNY's gender runs from 0, male, to 1, female) while one is left, else
+of the other sex. Only once every voice is taken does a new round start, so subjects share voices
+only when there are more subjects than voices (speech tells subjects apart only by voice).
+
+`Subject.accessories` is the subject's usual look: each slot (glasses, hat, earrings, scarf)
+worn with probability 1/2, in a random variant. Trials wear it, except trials whose look change
+is the accessories (`changed_accessories`, see `trials.clips`), so two trials of one subject can
+differ by an accessory added, removed or replaced (the Part group of task types).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 
 from .. import accessories
 from ..records import Subject
+from ..speech.synthesis import CONFUSABLE_VOICES, FEMALE_VOICES, MALE_VOICES, VOICES
 
 # Phenotype box (ANNY labels, values in [0, 1]): adults (age 0.45..0.9 is about 22..70 years),
 # no extreme bodies.
@@ -30,8 +34,6 @@ PHENOTYPE_RANGES: dict[str, tuple[float, float]] = {
     "height": (0.25, 0.75),
     "proportions": (0.25, 0.75),
 }
-MALE_VOICES: tuple[str, ...] = ("en-us", "en-us+m3", "en-gb", "en-gb-x-rp", "en-gb+m4")
-FEMALE_VOICES: tuple[str, ...] = ("en-us+f3", "en-us+f4", "en-gb+f2")
 DEFAULT_MIN_DISTANCE = 0.3
 MAX_DRAWS_PER_SUBJECT = 1000
 
@@ -49,6 +51,23 @@ def phenotype_distance(a: Subject, b: Subject) -> float:
     return float(np.linalg.norm(phenotype_vector(a.phenotype) - phenotype_vector(b.phenotype)))
 
 
+def next_voice(rng: np.random.Generator, female: bool, taken: list[str]) -> str:
+    """The voice of the next subject, given the voices of the subjects before it (`taken`).
+
+    Drawn among the voices not taken in the current round (rounds of len(VOICES) subjects): of the
+    subject's sex if any is left, else of the other sex; so while there are no more subjects than
+    voices, no two subjects share one. Among those, voices the speaker matcher always tells from
+    every voice in the round (not in CONFUSABLE_VOICES with one) come first."""
+    in_round = set(taken[len(taken) - len(taken) % len(VOICES) :])
+    for pool in (FEMALE_VOICES, MALE_VOICES) if female else (MALE_VOICES, FEMALE_VOICES):
+        free = [voice for voice in pool if voice not in in_round]
+        apart = [voice for voice in free if all(frozenset({voice, t}) not in CONFUSABLE_VOICES for t in in_round)]
+        if free:
+            choices = apart or free
+            return choices[int(rng.integers(len(choices)))]
+    raise AssertionError("a round holds len(VOICES) subjects, so a voice is always free")
+
+
 def draw_subjects(rng: np.random.Generator, count: int, min_distance: float = DEFAULT_MIN_DISTANCE) -> list[Subject]:
     """`count` subjects, every two at least `min_distance` apart in phenotype space.
 
@@ -58,7 +77,7 @@ def draw_subjects(rng: np.random.Generator, count: int, min_distance: float = DE
     low = np.array([r[0] for r in PHENOTYPE_RANGES.values()])
     high = np.array([r[1] for r in PHENOTYPE_RANGES.values()])
     chosen: list[np.ndarray] = []
-    subjects = []
+    subjects: list[Subject] = []
     for index in range(count):
         for _ in range(MAX_DRAWS_PER_SUBJECT):
             candidate = np.round(rng.uniform(low, high), 4)
@@ -71,8 +90,7 @@ def draw_subjects(rng: np.random.Generator, count: int, min_distance: float = DE
             )
         chosen.append(candidate)
         phenotype = {label: float(value) for label, value in zip(PHENOTYPE_RANGES, candidate)}
-        voices = FEMALE_VOICES if phenotype["gender"] > 0.5 else MALE_VOICES
-        voice = voices[int(rng.integers(len(voices)))]
+        voice = next_voice(rng, phenotype["gender"] > 0.5, [s.voice for s in subjects])
         usual = []
         for variants in accessories.VARIANTS.values():
             names = sorted(variants)
