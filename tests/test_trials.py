@@ -60,7 +60,7 @@ def _sex_voices(subject):
     return subjects.FEMALE_VOICES if subject.phenotype["gender"] > 0.5 else subjects.MALE_VOICES
 
 
-def test_voices_are_dealt_without_replacement_and_by_sex_while_they_last():
+def test_voices_are_dealt_without_replacement_preferring_voices_told_apart_then_by_sex():
     count = len(subjects.VOICES)
     for seed in range(6):
         drawn = subjects.draw_subjects(np.random.default_rng(seed), 2 * count + 2, min_distance=0.1)
@@ -68,26 +68,33 @@ def test_voices_are_dealt_without_replacement_and_by_sex_while_they_last():
             assert sorted(s.voice for s in drawn[start : start + count]) == sorted(subjects.VOICES), seed
         assert len({s.voice for s in drawn[2 * count :]}) == 2  # the third round has begun, again distinct
         for i, subject in enumerate(drawn):
-            round_before = {s.voice for s in drawn[i - i % count : i]}
-            if set(_sex_voices(subject)) - round_before:  # a voice of its sex was still free
-                assert subject.voice in _sex_voices(subject), (seed, i)
-            else:
-                assert subject.voice not in _sex_voices(subject), (seed, i)
+            in_round = {s.voice for s in drawn[i - i % count : i]}
+            own = subjects.FEMALE_VOICES if subject.phenotype["gender"] > 0.5 else subjects.MALE_VOICES
+            apart = [
+                v
+                for v in subjects.VOICES
+                if v not in in_round and all(frozenset({v, t}) not in subjects.CONFUSABLE_VOICES for t in in_round)
+            ]
+            if apart:
+                assert subject.voice in apart, (seed, i)
+                assert (subject.voice in own) == any(v in own for v in apart), (seed, i)
 
 
 def test_a_voice_the_matcher_confuses_with_a_taken_one_comes_last():
-    for confusable in subjects.CONFUSABLE_VOICES:
-        first, second = sorted(confusable)
-        pool = subjects.FEMALE_VOICES if first in subjects.FEMALE_VOICES else subjects.MALE_VOICES
-        others = [v for v in pool if v not in confusable]
-        for seed in range(8):
-            rng = np.random.default_rng(seed)
-            # With another voice of the sex free, the confusable one is not picked ...
-            if others:
-                assert subjects.next_voice(rng, pool is subjects.FEMALE_VOICES, [first]) in others
-            # ... and with only it left, it is (a shared voice would be worse).
-            taken = [first, *others]
-            assert subjects.next_voice(rng, pool is subjects.FEMALE_VOICES, taken) == second
+    assert subjects.CONFUSABLE_VOICES
+    for pair in subjects.CONFUSABLE_VOICES:
+        for kept, taken_first in (sorted(pair), sorted(pair)[::-1]):
+            female = kept in subjects.FEMALE_VOICES
+            own = subjects.FEMALE_VOICES if female else subjects.MALE_VOICES
+            for seed in range(8):
+                rng = np.random.default_rng(seed)
+                # The only voice of the subject's sex left is confused with a taken one: one of the
+                # other sex is dealt instead ...
+                taken = [taken_first, *(v for v in own if v not in pair)]
+                assert subjects.next_voice(rng, female, taken) not in own
+                # ... and once every other voice is taken, the confused one (sharing would be worse).
+                taken = [v for v in subjects.VOICES if v != kept]
+                assert subjects.next_voice(rng, female, taken) == kept
 
 
 def test_impossible_subject_spacing_is_a_clear_error():

@@ -6,9 +6,10 @@ ordinary (`PHENOTYPE_RANGES`), by rejection sampling so that every two subjects 
 gap is what makes the ladder's "wrong subject" rung a visibly different person.
 
 Voices are dealt without replacement (`next_voice`): a subject speaks in a voice no earlier
-subject has, of its sex (ANNY's gender runs from 0, male, to 1, female) while one is left, else
-of the other sex. Only once every voice is taken does a new round start, so subjects share voices
-only when there are more subjects than voices (speech tells subjects apart only by voice).
+subject in the round has, preferably one the speaker matcher tells from theirs, and of its sex
+(ANNY's gender runs from 0, male, to 1, female). Only once every voice is taken does a new round
+start, so subjects share voices only when there are more subjects than voices (speech tells
+subjects apart only by voice).
 
 `Subject.accessories` is the subject's usual look: each slot (glasses, hat, earrings, scarf)
 worn with probability 1/2, in a random variant. Trials wear it, except trials whose look change
@@ -54,16 +55,21 @@ def phenotype_distance(a: Subject, b: Subject) -> float:
 def next_voice(rng: np.random.Generator, female: bool, taken: list[str]) -> str:
     """The voice of the next subject, given the voices of the subjects before it (`taken`).
 
-    Drawn among the voices not taken in the current round (rounds of len(VOICES) subjects): of the
-    subject's sex if any is left, else of the other sex; so while there are no more subjects than
-    voices, no two subjects share one. Among those, voices the speaker matcher always tells from
-    every voice in the round (not in CONFUSABLE_VOICES with one) come first."""
+    Drawn among the voices not taken in the current round (rounds of len(VOICES) subjects), so
+    while there are no more subjects than voices no two subjects share one. Preferred, in order:
+    a voice of the subject's sex that the speaker matcher tells from every voice in the round (not
+    in CONFUSABLE_VOICES with one of them), such a voice of the other sex, then a voice of the
+    subject's sex, then any: telling the wrong subject apart (ladder rung 5) comes before a voice
+    that matches the body's sex."""
     in_round = set(taken[len(taken) - len(taken) % len(VOICES) :])
-    for pool in (FEMALE_VOICES, MALE_VOICES) if female else (MALE_VOICES, FEMALE_VOICES):
-        free = [voice for voice in pool if voice not in in_round]
-        apart = [voice for voice in free if all(frozenset({voice, t}) not in CONFUSABLE_VOICES for t in in_round)]
-        if free:
-            choices = apart or free
+    own, other = (FEMALE_VOICES, MALE_VOICES) if female else (MALE_VOICES, FEMALE_VOICES)
+
+    def apart(voice: str) -> bool:
+        return all(frozenset({voice, t}) not in CONFUSABLE_VOICES for t in in_round)
+
+    for pool, needs_apart in ((own, True), (other, True), (own, False), (other, False)):
+        choices = [voice for voice in pool if voice not in in_round and (apart(voice) or not needs_apart)]
+        if choices:
             return choices[int(rng.integers(len(choices)))]
     raise AssertionError("a round holds len(VOICES) subjects, so a voice is always free")
 
