@@ -5,8 +5,8 @@ almost rigidly (jawOpen by ~1 mm, eyeLookIn by ~0.5 mm, browDown by ~0.1 mm), so
 reads a mouth edit as a head motion of about a millimetre, the size of a real 0.5-degree turn.
 The metric would then re-render every candidate of a mouth edit "aligned", for nothing.
 
-What is fitted instead: on every vertex the head carries (head skinning weight 1, minus the
-edited part's own vertices), the displacement from frame A to the other mesh is modelled as
+What is fitted instead: on every vertex the head carries (head skinning weight 1; minus the
+edited part's own vertices when no facial action drives it: hair and ears), the displacement from frame A to the other mesh is modelled as
 
     rigid head motion (rotation about the head's centre + translation, 6 unknowns)
     + sum over the 52 facial actions of a_k * D_k        (D_k: action k's displacement field)
@@ -36,6 +36,7 @@ HEAD_BONES: tuple[str, ...] = ("Head", "HeadEnd", *HEAD_CHILD_BONES)
 # A vertex counts as carried by the head when its head skinning weight is at least this.
 CARRIED = 0.999
 GAUSS_NEWTON_STEPS = 4
+HEAD_RADIUS_M = 0.1  # turns a step's rotation into a displacement, to compare steps
 RANK_CUTOFF = 1e-12  # relative eigenvalue of the normal matrix (1e-6 in singular values)
 _CONVERGED_RAD = 1e-9
 _CONVERGED_M = 1e-10
@@ -123,7 +124,11 @@ def head_frame(vertices_a: np.ndarray, part: str | None = None) -> HeadFrame:
     if vertices_a.ndim != 2 or vertices_a.shape[0] < count or vertices_a.shape[1] != 3:
         raise HeadMotionError(f"frame A has vertices of shape {vertices_a.shape}; expected at least ({count}, 3)")
     ids = model.head_ids
-    if part is not None:
+    if part is not None and not parts.part_actions(part):
+        # A part no facial action drives (hair and ears, which edits rescale; the neck) may be
+        # reshaped in ways the fields do not model: fit on the rest of the head. Action-driven
+        # parts stay in: their motion is modelled, and without them (the face, say) the rest
+        # of the head cannot tell an action's slight pull on the scalp from a head motion.
         ids = np.setdiff1d(ids, parts.part_vertex_ids(part)[parts.part_vertex_ids(part) < count])
     if len(ids) < 100:
         raise HeadMotionError(f"only {len(ids)} head vertices are left outside the part {part!r}")
@@ -156,10 +161,15 @@ def head_motion(frame: HeadFrame, vertices: np.ndarray) -> tuple[np.ndarray, np.
     and jaw and eye rotations."""
     target = np.asarray(vertices, dtype=np.float64)[frame.ids]
     rotation, translation = np.eye(3), np.zeros(3)
+    previous = np.inf
     for _step in range(GAUSS_NEWTON_STEPS):
         # The residual is taken in frame A's head frame, where the action fields were turned to.
         back = (target - frame.centre - translation) @ rotation + frame.centre
         step = frame.rigid_solver @ (back - frame.points).ravel()
+        size = float(np.linalg.norm(step[:3]) * HEAD_RADIUS_M + np.linalg.norm(step[3:]))
+        if size > previous:
+            break  # steps that grow do not converge (a mesh far outside the model): keep the last estimate
+        previous = size
         translation = translation + rotation @ step[3:]
         rotation = rotation @ rotation_matrix(step[:3])
         if np.linalg.norm(step[:3]) < _CONVERGED_RAD and np.linalg.norm(step[3:]) < _CONVERGED_M:
