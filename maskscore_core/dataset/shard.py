@@ -141,11 +141,13 @@ def _ordered(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, asset_dir: Path, ctx: Context) -> list[dict]:
-    """Edit, write the assets, score them as written, and return the instance's rows.
+    """Edit, write the assets, score them as the rows hold them, and return the instance's rows.
 
-    The scorer sees the candidates read back from their files (`reader.read_candidates`), as
-    `maskscore eval` and any reward model do: a file format's rounding (a .glb stores float32)
-    then never makes the stored scores differ from a re-scoring of the same bench."""
+    The scorer sees the candidates read back from the rows' candidate column
+    (`reader.read_candidates`), as `maskscore eval` and any reward model do: a file format's
+    rounding (a .glb stores float32) then never makes the stored scores differ from a re-scoring
+    of the same bench. The column is taken from the row hook's unscored form (the RL row), since
+    only the modality knows what its column holds (a path, the transcript itself, ...)."""
     modality = instance.instruction.modality
     key = instance.key
     candidates = []
@@ -161,22 +163,21 @@ def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, 
 
     input_value = write(source_asset, f"{key}-input")
     candidate_values = [write(c.asset, f"{key}-rung{c.rung if c.rung is not None else n + 1}") for n, c in enumerate(candidates)]
-    scored = []
-    if config.scored:
-        written = reader.read_candidates(temp_root, modality, candidate_values, ctx)
-        scored = list(plugins.call("score", config.scorer, scorer=config.scorer, instance=instance, candidates=written, ctx=ctx))
-        if len(scored) != len(candidates):
-            raise ShardError(f"scorer {config.scorer!r} returned {len(scored)} scores for {len(candidates)} candidates of {key}")
-    dimensions = vocab.DIMENSIONS if config.scored else ("overall",)
-    rows = []
-    for dimension in dimensions:
-        scores = [float(s.dimension(dimension)) for s in scored]
-        row = plugins.call(
+
+    def row(dimension, scores):
+        return dict(plugins.call(
             "reward_row", modality, modality=modality, instance=instance, input_value=input_value,
             candidate_values=candidate_values, scores=scores, dimension=dimension, root=temp_root, ctx=ctx,
-        )
-        rows.append(dict(row))
-    return rows
+        ))
+
+    if not config.scored:
+        return [row("overall", [])]
+    column = reader.candidate_values(modality, row(vocab.DIMENSIONS[0], []))
+    written = reader.read_candidates(temp_root, modality, column, ctx)
+    scored = list(plugins.call("score", config.scorer, scorer=config.scorer, instance=instance, candidates=written, ctx=ctx))
+    if len(scored) != len(candidates):
+        raise ShardError(f"scorer {config.scorer!r} returned {len(scored)} scores for {len(candidates)} candidates of {key}")
+    return [row(dimension, [float(s.dimension(dimension)) for s in scored]) for dimension in vocab.DIMENSIONS]
 
 
 def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
