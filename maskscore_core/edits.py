@@ -101,6 +101,10 @@ _WITHOUT_GAZE = {part: task for part, task in _STATIC_TASKS.items() if part != "
 # first task type is its geometric one (what an edit of the part is when no task type is asked);
 # the appearance ones are made when asked for (`make_instances(task_types=...)`) and A and B
 # differ in that look (`appearance_change`). The iris takes no skin tone (it has no skin).
+# Video carries the look too (each frame's BodyState, PNG frames shaded with it), on the parts it
+# already edits: a part with no geometric video edit (nose, hair, ears) would have an appearance
+# type as its first, which undirected draws would then make from a geometric change, and it would
+# join the pool the geometric rung 4 picks its wrong part from (`ladder.wrong_part`).
 APPEARANCE_TASK_TYPES: tuple[str, ...] = ("lighting_change", "skin_tone", "background_change")
 APPEARANCE_PARTS: dict[str, tuple[str, ...]] = {
     "lighting_change": ("face", "mouth", "eyebrow", "irides", "nose"),
@@ -110,6 +114,7 @@ APPEARANCE_PARTS: dict[str, tuple[str, ...]] = {
 
 
 def _with_appearance(table: dict[str, str]) -> dict[str, str | tuple[str, ...]]:
+    """The table with each part's appearance task types after its geometric one."""
     out: dict[str, str | tuple[str, ...]] = {}
     for part, task in table.items():
         extra = tuple(t for t in APPEARANCE_TASK_TYPES if part in APPEARANCE_PARTS[t])
@@ -123,7 +128,7 @@ TASK_TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
     "keypoints": {part: task for part, task in _WITHOUT_GAZE.items() if part not in vocab.ACCESSORY_PARTS},
     "pose": {part: "pose_change" for part in _MOTION_PARTS if part != "eyebrow"},
     "multimodal": {part: "cross_modal_compose" for part in _MOTION_PARTS},
-    "video": {part: "temporal_edit" for part in _MOTION_PARTS},
+    "video": _with_appearance({part: "temporal_edit" for part in _MOTION_PARTS}),
     "speech": {"mouth": "speech_edit"},
     "text": {"mouth": "speech_edit"},
 }
@@ -429,10 +434,21 @@ def _sequence_change(part: str, a: Trial, b: Trial) -> float:
     return max(part_change(part, fa.state, b.frames[r].state) for fa, r in zip(a.frames, rows))
 
 
+def _sequence_appearance_change(task: str, part: str, a: Trial, b: Trial) -> float:
+    """The look's change between two clips (`appearance_change`), frame by frame after
+    resampling B to A's length: the largest."""
+    rows = np.round(np.linspace(0, len(b.frames) - 1, len(a.frames))).astype(int)
+    return max(appearance_change(task, part, fa.state, b.frames[r].state) for fa, r in zip(a.frames, rows))
+
+
 def _sequence_pair_ok(modality: str, part: str, task: str | None, a: Trial, b: Trial) -> bool:
-    """Two clips of one subject make a `modality` edit of `part` (of type `task`, if asked)."""
+    """Two clips of one subject make a `modality` edit of `part` (of type `task`, if asked).
+    An appearance task type needs the clips to differ in that look (no rule on the rest, as for
+    single frames: the reference is clip A with only B's look carried over)."""
     if modality != "video":
         return a.transcript != b.transcript
+    if task in APPEARANCE_TASK_TYPES:
+        return _sequence_appearance_change(task, part, a, b) >= 1.0
     first_a, first_b = a.frames[0].state, b.frames[0].state
     if part in vocab.ACCESSORY_PARTS:
         slot = accessories.slot_for_part(part)

@@ -14,7 +14,9 @@ Two modality shapes need help here:
   come from the face-index pass of a mesh render;
 - clips (video: `Decoded.frames`, one vertex array per sampled frame) are scored frame by frame
   against the references' frames and the scores and distances averaged; the face activation
-  distance is taken once on the whole sequences.
+  distance is taken once on the whole sequences. Each frame is scored with its clip's look
+  (`Decoded.appearance`: one per clip, the video plugin refuses clips whose look changes), so
+  the appearance task types are scored on the shaded pictures as for meshes.
 """
 
 from __future__ import annotations
@@ -73,6 +75,12 @@ def _mean_scores(per_frame: list[CandidateScore]) -> CandidateScore:
     )
 
 
+def _frame(clip: Decoded, t: int) -> Decoded:
+    """Frame t of a clip as one mesh, with the clip's look (the activations stay with the clip:
+    they are compared once, on the whole sequences)."""
+    return Decoded(vertices=clip.frames[t], appearance=clip.appearance)
+
+
 def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates: list[Decoded]) -> list[CandidateScore]:
     """Scores of decoded candidates; clips frame by frame when every side is a clip."""
     clips = [c for c in candidates if c.frames is not None]
@@ -86,8 +94,8 @@ def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates
             raise RenderCompareScorerError(f"{what} has {len(frames)} frames, frame A has {count}")
     per_candidate: list[list[CandidateScore]] = [[] for _ in candidates]
     for t in range(count):
-        prepared = compare.prepare(Decoded(vertices=ref_a.frames[t]), Decoded(vertices=ref_b.frames[t]), part)
-        frame_scores = compare.score(prepared, [Decoded(vertices=c.frames[t]) for c in candidates])
+        prepared = compare.prepare(_frame(ref_a, t), _frame(ref_b, t), part)
+        frame_scores = compare.score(prepared, [_frame(c, t) for c in candidates])
         for i, s in enumerate(frame_scores):
             per_candidate[i].append(s)
     results = []

@@ -11,6 +11,7 @@ from .representation import (
     DEFAULT_SAMPLED_FRAMES,
     Clip,
     VideoError,
+    clip_appearance,
     clip_from_target,
     frame_vertices,
     part_activations,
@@ -45,13 +46,13 @@ def _clip(asset) -> Clip:
 
 def decode_clip(clip: Clip, part: str, ctx) -> Decoded:
     """Per-frame meshes of a fixed number of sampled frames, the representative (middle) frame's
-    mesh, and the clip's activation sequence of the edited part's facial actions."""
+    mesh, the clip's activation sequence of the edited part's facial actions, and its look."""
     picked = sample_indices(len(clip.states), int(ctx.config.get("video_frames", DEFAULT_SAMPLED_FRAMES)))
     middle = len(clip.states) // 2
     vertices = frame_vertices([clip.states[i] for i in [*picked, middle]])
     return Decoded(
         vertices=vertices[-1], frames=tuple(vertices[:-1]), activations=part_activations(clip, part),
-        appearance=clip.states[middle].appearance,
+        appearance=clip_appearance(clip),
     )  # fmt: skip
 
 

@@ -78,6 +78,21 @@ def part_activations(clip: Clip, part: str) -> np.ndarray | None:
     return out
 
 
+def clip_appearance(clip: Clip):
+    """The clip's one look (`records.Appearance`, or None when its frames carry none).
+
+    A decoded clip carries one look, which the scorer applies to every compared frame; a clip
+    whose look changes from frame to frame would be misjudged, so it is refused by name."""
+    first = clip.states[0].appearance
+    for index, state in enumerate(clip.states):
+        if state.appearance != first:
+            raise VideoError(
+                f"frame {index} of the clip has another look (BodyState.appearance) than frame 0; a video clip"
+                " is scored with one look for all its frames, so the look must stay the same within a clip"
+            )
+    return first
+
+
 def clip_from_target(target: Target) -> Clip:
     return Clip(states=target.states, fps=float(target.fps), transcript=target.transcript, voice=target.subject.voice)
 
