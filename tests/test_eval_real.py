@@ -20,7 +20,8 @@ from maskscore_core.dataset.runner import run_build
 @pytest.mark.slow
 def test_render_compare_stored_scores_equal_rescoring_and_need_no_assets(tmp_path):
     bench = tmp_path / "bench"
-    run_build(BuildConfig(split="bench", out=bench, rows=6, seed=0, subjects=24, modalities=("mesh", "keypoints"),
+    # text: its candidate column holds the transcripts themselves, not file paths
+    run_build(BuildConfig(split="bench", out=bench, rows=9, seed=0, subjects=24, modalities=("mesh", "keypoints", "text"),
                           views=2, resolution=32), progress=False)
     out = tmp_path / "results.jsonl"
     args = ["--bench", str(bench), "--scorer", "render-compare", "--out", str(out), "--quiet"]
@@ -35,7 +36,7 @@ def test_render_compare_stored_scores_equal_rescoring_and_need_no_assets(tmp_pat
     assert stored["scores_from"] == "bench" and not out.exists()
     assert stored["scorer"] == evaluate.bench_scorer_config(bench)
     rescored = summary(["--rescore"])
-    assert rescored["scores_from"] == "scorer" and len(out.read_text().splitlines()) == 2
+    assert rescored["scores_from"] == "scorer" and len(out.read_text().splitlines()) == 3
     # the scores themselves, exactly: the build scored the candidates as written and read back
     config = evaluate.ScorerConfig(**stored["scorer"])
     fresh = evaluate.score_bench(bench, config, evaluate.ResultCache(out))
