@@ -1,11 +1,30 @@
 """Built-in scorer `latent-l2`: the baseline the design warns against, scoring in parameter space.
 
 Each candidate is reduced to the body parameters that generated it (SOMA pose, translation, the
-52 facial actions, phenotype, regional scales, worn accessories; averaged over frames for clips)
-and compared by plain L2 distance: instruction_following = 1 / (1 + |c - B|), consistency =
-1 / (1 + |c - A|), overall = their mean. Nothing is decoded or rendered, so what the user would
-see plays no part: a small parameter change with a large visible effect (or the reverse) is
-misjudged. `maskscore eval` reports it beside render-compare to show the difference.
+52 facial actions, phenotype, regional scales, worn accessories, and its look where it has one;
+averaged over frames for clips) and compared by plain L2 distance: instruction_following =
+1 / (1 + |c - B|), consistency = 1 / (1 + |c - A|), overall = their mean. Nothing is decoded or
+rendered, so what the user would see plays no part: a small parameter change with a large
+visible effect (or the reverse) is misjudged. `maskscore eval` reports it beside render-compare
+to show the difference.
+
+"B" is what the instruction asks for, frame B's part carried onto frame A (`ladder.ideal_edit`),
+the same reference render-compare measures instruction_following against, so the two scorers
+differ only in where they measure. Against frame B itself an appearance edit could not be told
+from its wrong-part rung: B's tan or light is the same on every part, so B's colour put on the
+right part or on another part is equally far from B.
+
+The look (`records.Appearance`) enters as its parameters resolved per region (`look_vector`):
+for every part of `appearance.PART_PRECEDENCE` and the skin outside them, the albedo and the
+light on it (unit direction, intensity, ambient), then the backdrop colour; resolved, so that a
+look written two ways (a part's own light equal to the global one) is one vector. It is counted
+only when the candidate and both references carry a look, as render-compare's `appearance_l1`.
+
+Measured on built-in appearance edits (tests/test_eval_latent.py): rung 1 now scores above
+rung 4 (without the look the two tied), and above all other rungs; rung 3 (a fifth of the edit)
+scores above rung 2 (half of it): with only the part's parameters moving, a candidate at
+distance d from A and D - d from B scores (1/(1+d) + 1/(1+D-d))/2, which is higher the more
+unevenly D is split, one more way parameter distance misjudges an edit.
 
 A candidate's parameters come from `asset.meta["states"]` / `asset.meta["state"]` when the
 modality plugin keeps them, otherwise from its ladder rung (`ladder.build_ladder`, deterministic
@@ -17,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from maskscore_core import hookimpl
-from maskscore_core.records import BodyState, CandidateScore, PluginInfo
+from maskscore_core.records import Appearance, BodyState, CandidateScore, PluginInfo
 
 NAME = "latent-l2"
 
@@ -46,12 +65,44 @@ def _vector(states, phenotype_keys, scale_keys, accessory_names) -> np.ndarray:
 
 
 def parameter_vectors(groups: list[tuple[BodyState, ...]]) -> list[np.ndarray]:
-    """One parameter vector per group of states, on a layout shared by all groups."""
+    """One body parameter vector per group of states, on a layout shared by all groups."""
     every = [s for group in groups for s in group]
     phenotype_keys = sorted({k for s in every for k in s.phenotype})
     scale_keys = sorted({k for s in every for k in s.part_scale})
     accessory_names = sorted({a for s in every for a in s.accessories})
     return [_vector(group, phenotype_keys, scale_keys, accessory_names) for group in groups]
+
+
+def look_vector(look: Appearance) -> np.ndarray:
+    """The look's parameters per region (module docstring): albedo (3), light direction (3, unit),
+    intensity and ambient for each part of appearance.PART_PRECEDENCE and the skin, then the
+    backdrop colour (3)."""
+    from maskscore_core import appearance
+
+    rows = []
+    for region in (*appearance.PART_PRECEDENCE, None):
+        light = appearance.part_light(look, region)
+        direction = np.asarray(light.direction, dtype=np.float64)
+        rows.append(np.concatenate([
+            appearance.part_albedo(look, region), direction / np.linalg.norm(direction), [light.intensity, light.ambient],
+        ]))  # fmt: skip
+    rows.append(np.asarray(look.background, dtype=np.float64))
+    return np.concatenate(rows)
+
+
+def look_vectors(groups: list[tuple[BodyState, ...]], labels: list[str]) -> list[np.ndarray | None]:
+    """Per group, its look vector averaged over frames, or None when no frame carries a look; a
+    group where some frames carry one and others not is refused (it has no one parameter set)."""
+    out = []
+    for group, label in zip(groups, labels):
+        looks = [s.appearance for s in group]
+        if all(look is None for look in looks):
+            out.append(None)
+        elif any(look is None for look in looks):
+            raise LatentScoreError(f"{NAME}: {label} has frames with a look (BodyState.appearance) and frames without")
+        else:
+            out.append(np.mean([look_vector(look) for look in looks], axis=0))
+    return out
 
 
 def candidate_states(candidate, instance, ladder_cache: dict) -> tuple[BodyState, ...]:
@@ -78,14 +129,20 @@ def candidate_states(candidate, instance, ladder_cache: dict) -> tuple[BodyState
 def score(scorer, instance, candidates, ctx):
     if scorer != NAME:
         return None
+    from maskscore_core.ladder import ideal_edit
+
     cache: dict = {}
-    groups = [tuple(instance.a.states), tuple(instance.b.states)]
+    groups = [tuple(instance.a.states), tuple(ideal_edit(instance).states)]
     groups += [candidate_states(c, instance, cache) for c in candidates]
-    vectors = parameter_vectors(groups)
-    a, b = vectors[0], vectors[1]
+    labels = ["frame A", "frame B's part on frame A", *(f"candidate {c.label!r}" for c in candidates)]
+    bodies, looks = parameter_vectors(groups), look_vectors(groups, labels)
+    (a, a_look), (b, b_look) = (bodies[0], looks[0]), (bodies[1], looks[1])
     scores = []
-    for vector in vectors[2:]:
-        to_b, to_a = float(np.linalg.norm(vector - b)), float(np.linalg.norm(vector - a))
+    for body, look in zip(bodies[2:], looks[2:]):
+        to_b, to_a = np.sum((body - b) ** 2), np.sum((body - a) ** 2)
+        if look is not None and a_look is not None and b_look is not None:
+            to_b, to_a = to_b + np.sum((look - b_look) ** 2), to_a + np.sum((look - a_look) ** 2)
+        to_b, to_a = float(np.sqrt(to_b)), float(np.sqrt(to_a))
         follow, keep = 1.0 / (1.0 + to_b), 1.0 / (1.0 + to_a)
         scores.append(CandidateScore(follow, keep, 0.5 * (follow + keep), {"latent_l2_to_b": to_b, "latent_l2_to_a": to_a}))
     return scores
