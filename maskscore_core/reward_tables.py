@@ -12,6 +12,8 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
+
 from . import schemas, vocab
 from .records import EditInstance
 
@@ -54,24 +56,44 @@ def view_config(ctx):
 
 
 def conditioning_image(instance: EditInstance, root, ctx) -> str:
-    """Path (relative to root) of the source frame: an RGB render of frame A from the first view.
+    """Path (relative to root) of the source frame: an RGB picture of frame A from the first view.
 
     Written once per key as `conditioning/<key>.png`; every modality of the same key reuses it.
     """
     import imageio.v3 as iio
 
-    from .reference_mesh import get_reference_mesh
-    from .render import get_renderer
-
     relative = f"{CONDITIONING_DIR}/{instance.key}.png"
     path = Path(root) / relative
     if not path.exists():
-        config = view_config(ctx)
-        vertices = get_reference_mesh().vertices([instance.a.state])[0]
-        rgb = get_renderer(config).render_rgb(vertices, config.resolution, config.resolution, view_index=0)
+        picture = frame_a_picture(instance, view_config(ctx))
         path.parent.mkdir(parents=True, exist_ok=True)
-        iio.imwrite(path, rgb)
+        iio.imwrite(path, picture)
     return relative
+
+
+def frame_a_picture(instance: EditInstance, config) -> np.ndarray:
+    """(H, W, 3) uint8 picture of frame A from view 0 of `config`: shaded with frame A's look
+    (`appearance.picture`: its skin, light and backdrop) when it has one, so that a
+    lighting_change, skin_tone or background_change row shows the input as it looks; else the
+    renderer's plain picture (`Renderer.render_rgb`).
+
+    The look needs the face-id and normal passes, which a one-camera renderer gives for view 0
+    alone: view 0 of the Hammersley sequence depends on the count only through the u offset
+    (u = offset_u / count), so count 1 with offset_u / count is the same camera.
+    """
+    import attrs
+
+    from . import appearance
+    from .reference_mesh import get_reference_mesh
+    from .render import get_renderer
+
+    state = instance.a.state
+    vertices = get_reference_mesh().vertices([state])[0]
+    size = config.resolution
+    if state.appearance is None:
+        return get_renderer(config).render_rgb(vertices, size, size, view_index=0)
+    first_view = attrs.evolve(config, count=1, offset=(config.offset[0] / config.count, config.offset[1]))
+    return appearance.picture(get_renderer(first_view).render(vertices), state.appearance)
 
 
 def make_row(modality: str, instance: EditInstance, columns: dict, candidates: list, scores, dimension: str) -> dict:
