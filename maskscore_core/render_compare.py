@@ -42,6 +42,7 @@ instruction_following and consistency. docs/metric.md states the numbers and why
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import threading
@@ -233,7 +234,7 @@ class RenderCompare:
         lpips_a, lpips_b = _split_features(features, [n, n])
         return PreparedReference(
             part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b,
-            vertices_a=a.render_vertices, head_frame=frame, b_as_is=b_as_is, ssim_a=SsimReference(a.normals),
+            vertices_a=a.render_vertices, head_frame=frame, b_as_is=b_as_is, ssim_a=_ssim_reference(a.normals),
         )  # fmt: skip
 
     # -- candidates ---------------------------------------------------------------------------
@@ -274,10 +275,11 @@ class RenderCompare:
                 as_is = chunks[("as_is", i)]
                 lpips_features[i] = ((chunks.get(("aligned", i), as_is), prepared.lpips_b),
                                      (as_is, chunks.get(("own_a", i), prepared.lpips_a)))  # fmt: skip
-        return [
-            self._score_one(prepared, follow.get(i, side), side, lpips_features.get(i), own_a.get(i, prepared.a))
-            for i, side in enumerate(sides)
-        ]
+        with _one_torch_thread():
+            return [
+                self._score_one(prepared, follow.get(i, side), side, lpips_features.get(i), own_a.get(i, prepared.a))
+                for i, side in enumerate(sides)
+            ]
 
     def _depth_b_as_is(self, prepared: PreparedReference) -> np.ndarray:
         """Frame B's depth as given (not moved onto A's head), rendered on first use."""
@@ -330,6 +332,29 @@ class RenderCompare:
             overall=float(overall),
             distances=dict(sorted(flat.items())),
         )
+
+
+@contextlib.contextmanager
+def _one_torch_thread():
+    """Run the comparisons on one torch thread.
+
+    They are many small tensor operations (SSIM planes, LPIPS distances, masks): on two threads
+    each one pays a barrier, which on a busy 2-core machine cost 2-7x their work (measured);
+    AlexNet's convolutions, which do gain from threads, run outside. Fixing the thread count
+    here also fixes the float summation order, so scores do not depend on the machine's cores.
+    Not thread-safe against other code changing torch's thread count at the same time.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _ssim_reference(normals: np.ndarray) -> SsimReference:
+    with _one_torch_thread():
+        return SsimReference(normals)
 
 
 def _masked_ssim_by_view(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> float:
