@@ -87,6 +87,34 @@ def test_speech_lands_on_the_body_of_the_voice_it_is_in(ctx):
     assert np.abs(on_other.vertices - on_a.vertices).max() > 0.02  # another person: centimetres apart
 
 
+def test_a_word_too_short_to_measure_a_voice_from_is_frame_a_speaking(ctx):
+    """espeak-ng's male voices say "stop" with under 10 voiced frames: no voiceprint. Frame A's
+    subject is then enrolled from another sentence in their voice, and the word itself is
+    decoded onto frame A's body (it cannot rule frame A's subject out), not an error."""
+    from maskscore_core.speech.voiceprint import VoiceprintError, voiceprint
+    from maskscore_speech.speaker_body import speaker_body
+
+    male = Subject("s1", {"age": 0.4, "gender": 0.1}, voice="en-us+klatt3")
+    instance = attrs.evolve(
+        _instance(),
+        a=attrs.evolve(_instance().a, subject=male, transcript="stop"),
+        b=attrs.evolve(_instance().b, subject=male),
+    )
+    other_subject = Subject("s2", {"age": 0.8, "gender": 0.9}, voice="en-us+aunty")
+    instance = attrs.evolve(instance, other=Target("other", other_subject, instance.a.states, "call mom", fps=25.0))
+
+    def spoken(target):
+        return plugins.call("encode", MODALITY, modality=MODALITY, target=target, ctx=ctx).data.samples
+
+    with pytest.raises(VoiceprintError, match="voiced frames"):
+        voiceprint(spoken(instance.a))
+    assert speaker_body(spoken(instance.a), instance) == ("s1", instance.a.states)
+    assert speaker_body(spoken(instance.b), instance)[0] == "s1"  # enrolled from another sentence
+    assert speaker_body(spoken(instance.other), instance)[0] == "s2"
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=plugins.call("encode", MODALITY, modality=MODALITY, target=instance.a, ctx=ctx), instance=instance, ctx=ctx)
+    assert decoded.activations.shape[0] == len(instance.b.states)
+
+
 def test_references_are_video_activations_on_frame_a_body(ctx):
     from maskscore_core.body import get_body_model
 
