@@ -8,10 +8,10 @@ import shutil
 import numpy as np
 import pytest
 
-from maskscore_core.testing import check_modality_plugin_alone
 from maskscore_core import plugins, schemas
 from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
 from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.testing import check_modality_plugin_alone
 
 MODALITY = "video"
 LADDER_INSTANCES = 2
