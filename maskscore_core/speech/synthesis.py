@@ -22,20 +22,21 @@ from .errors import SynthesisError
 # espeak-ng voice specs ("language+variant") the built-in subjects are spoken with. Each was
 # chosen because it changes the audio (espeak-ng 1.51 silently ignores an unknown variant, and any
 # variant written after `en-gb`: `en-gb+f2` is byte for byte `en-gb`; `en` is the same British
-# voice and does take a variant), because pocketsphinx aligns it, and because the voiceprint
-# matcher (`speakers.identify`) tells it from the others: see docs/speech.md for the measured
-# separation of every pair. Male voices first, then female ones (`trials.subjects` matches a
-# subject's voice to its sex while it can).
+# voice and does take a variant), because pocketsphinx aligns it (all 356 built-in commands, but
+# 10 in en+travis and 1 in en-us+aunty), and because the voiceprint matcher (`speakers.identify`)
+# tells it from the others: docs/speech.md has the measurements. Male voices first, then female
+# ones (`trials.subjects` prefers a voice of the subject's sex).
 MALE_VOICES: tuple[str, ...] = ("en-us+klatt3", "en+travis")
 FEMALE_VOICES: tuple[str, ...] = ("en-us+aunty", "en-us+belinda", "en+anika")
 VOICES: tuple[str, ...] = MALE_VOICES + FEMALE_VOICES
-# How often the voiceprint matcher tells two built-in voices apart where it does not always:
-# the share of sentence pairs (two different commands of 40) it separates; every pair not
+# How often the voiceprint matcher tells two built-in voices apart where it does not always: the
+# share of sentence pairs (two different built-in commands, all 356) it separates; every pair not
 # listed was separated in every sentence pair (docs/speech.md). CONFUSABLE_VOICES: the pairs it
 # separates less than half of the time, which subjects avoid sharing (`trials.subjects`).
 PARTLY_TOLD_APART: dict[frozenset[str], float] = {
-    frozenset({"en-us+klatt3", "en+travis"}): 0.80,
-    frozenset({"en-us+belinda", "en+anika"}): 0.49,
+    frozenset({"en-us+klatt3", "en+travis"}): 0.797,
+    frozenset({"en-us+belinda", "en+anika"}): 0.471,
+    frozenset({"en-us+aunty", "en-us+belinda"}): 0.998,
 }
 CONFUSABLE_VOICES: frozenset[frozenset[str]] = frozenset(pair for pair, share in PARTLY_TOLD_APART.items() if share < 0.5)
 SPEED_RANGE_WPM = (80, 450)
