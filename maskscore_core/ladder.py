@@ -266,15 +266,16 @@ def _rung_maker(instance: EditInstance):
     part = _check_part(instance.instruction.part)
     modality = instance.instruction.modality
     a, b = instance.a, instance.b
+    task = instance.instruction.task_type
     sequence = modality in SEQUENCE_MODALITIES and (len(a.states) > 1 or len(b.states) > 1)
-    phrase_ladder = sequence and part == "mouth"
+    # A clip's mouth edit changes what is said (B's timeline and words); a look edit of the mouth
+    # (its colour or light) keeps clip A's speech.
+    phrase_ladder = sequence and part == "mouth" and task not in APPEARANCE_TASK_TYPES
     if sequence:
         length = len(b.states) if phrase_ladder else len(a.states)
         states_a, states_b = _resample(a.states, length), _resample(b.states, length)
     else:
         states_a, states_b = [a.state], [b.state]
-
-    task = instance.instruction.task_type
 
     def change(sa: BodyState, sb: BodyState, edit_part: str, t: float) -> BodyState:
         if task not in APPEARANCE_TASK_TYPES:
