@@ -9,13 +9,13 @@ the 4x4 local transforms anny expects and batches the calls.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from typing import Sequence
 
 import numpy as np
 import torch
 
+from . import threads
 from .records import FACIAL_ACTIONS, SOMA_BONES, BodyState
 
 RIG = "soma"
@@ -47,7 +47,7 @@ class BodyModel:
     def __init__(self) -> None:
         import anny  # heavy import, deferred until a body is needed
 
-        torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+        threads.apply()
         self._model = anny.Anny(rig=RIG, topology=TOPOLOGY, facial_actions="all")
         self._model.eval()
         self.bone_names: tuple[str, ...] = tuple(self._model.bone_labels)

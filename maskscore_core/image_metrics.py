@@ -216,7 +216,6 @@ class SsimReference:
         pb = _padded_planes(tb, (0, h), (0, w))
         with torch.no_grad():
             self._mu_b, self._bb = _blur_valid(torch.cat([pb, pb * pb])).split(n * c)
-        self._content = (tb != 0).any(dim=-1).any(dim=0)
 
     def map(self, candidate) -> torch.Tensor:
         """Per-pixel SSIM (N, H, W) of `candidate` against the reference."""
@@ -227,7 +226,10 @@ class SsimReference:
             raise ImageShapeError(f"SSIM candidate {tuple(ta.shape)} does not match the reference {self.shape}")
         n, h, w, c = ta.shape
         out = torch.ones((n, h, w), dtype=torch.float64)
-        box = _content_box(self._content | (ta != 0).any(dim=-1).any(dim=0))
+        # A window in which candidate and reference agree pixel for pixel has SSIM exactly 1
+        # (`_ssim_from_moments`), so only the box around differing pixels, grown by the window's
+        # reach, is filtered: for a local edit, a small part of the picture.
+        box = _content_box((ta != self._tb).any(dim=-1).any(dim=0))
         if box is None:
             return out
         r0, r1, c0, c1 = box

@@ -35,6 +35,7 @@ import warnings
 import attrs
 import numpy as np
 
+from . import threads
 from .views import CameraPose, ViewConfig, camera_poses, pixel_ray_directions
 
 LLVM_SEARCH_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/local/lib", "/usr/lib64")
@@ -121,6 +122,8 @@ def select_variant() -> str:
             if variant in mi.variants():
                 try:
                     mi.set_variant(variant)
+                    if variant.startswith("llvm"):
+                        threads.apply_drjit()
                     return variant
                 except Exception as err:  # noqa: BLE001 - fall through to the next variant
                     reason = f"{variant} failed to start: {err}"

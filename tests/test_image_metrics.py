@@ -212,8 +212,10 @@ def test_ssim_reference_equals_ssim_map_exactly():
     cand = np.clip(ref + rng.normal(0, 0.1, ref.shape) * (ref != 0), -1, 1)
     moved = np.zeros_like(ref)
     moved[:, 0:30, 15:45] = sphere_normals(30, views=2)  # content reaching the border
+    local = ref.copy()
+    local[1, 20:24, 22:25] = np.clip(local[1, 20:24, 22:25] + 0.2, -1, 1)  # a local edit: only its box is filtered
     reference = im.SsimReference(ref)
-    for c in (cand, moved, ref, np.zeros_like(ref)):
+    for c in (cand, moved, ref, np.zeros_like(ref), local):
         assert torch.equal(reference.map(c), im.ssim_map(c, ref))
     with pytest.raises(im.ImageShapeError, match="does not match"):
         reference.map(np.zeros((1, 48, 48, 3)))

@@ -17,6 +17,7 @@ from pathlib import Path
 import attrs
 from tqdm import tqdm
 
+from .. import threads
 from . import atomic
 from .card import write_card
 from .leakage import check_leakage
@@ -67,6 +68,12 @@ def _expected_rows(config: BuildConfig, spec: ShardSpec) -> int:
     return spec.count * config.rows_per_instance
 
 
+def _share_cores(workers: int) -> None:
+    """Worker start-up: each worker's torch and Dr.Jit get its share of the cores (unless
+    MASKSCORE_THREADS says otherwise), so that workers do not oversubscribe the machine."""
+    os.environ.setdefault(threads.ENV, str(threads.share(workers)))
+
+
 def _run_local(config: BuildConfig, pending: list[ShardSpec], bar: tqdm) -> list:
     if config.workers == 1:
         outcomes = []
@@ -76,7 +83,9 @@ def _run_local(config: BuildConfig, pending: list[ShardSpec], bar: tqdm) -> list
         return outcomes
     context = multiprocessing.get_context("spawn")
     outcomes = []
-    pool = concurrent.futures.ProcessPoolExecutor(max_workers=config.workers, mp_context=context)
+    pool = concurrent.futures.ProcessPoolExecutor(
+        max_workers=config.workers, mp_context=context, initializer=_share_cores, initargs=(config.workers,)
+    )
     try:
         futures = [pool.submit(build_shard, config, spec) for spec in pending]
         for future in concurrent.futures.as_completed(futures):
