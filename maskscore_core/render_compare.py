@@ -207,97 +207,123 @@ class RenderCompare:
         from . import parts
 
         parts.check_active(part)
-        a = self._side(ref_a, "frame A")
-        # Frame B is rendered once: moved onto A's head when its head moved, as it is otherwise
-        # (B as it is is rendered later only if a depth-only candidate needs its depth).
-        b, b_as_is, frame = None, None, None
-        if a.render_vertices is not None and isinstance(ref_b, Decoded) and ref_b.vertices is not None:
-            vertices_b = self.renderer.check(ref_b.vertices, "frame B")
-            frame = head_motion.head_frame(a.render_vertices, part)
-            if part not in NO_ALIGN_PARTS:
-                aligned = head_motion.align_to_a(frame, vertices_b)
-                if head_motion.moves_head(frame, vertices_b, aligned, ALIGN_EPSILON_M):
-                    b, b_as_is = self._side(attrs.evolve(ref_b, vertices=aligned), "frame B"), ref_b
-        if b is None:
-            b = self._side(ref_b, "frame B")
-        if a.render is None or b.render is None:
-            raise RenderCompareError(
-                "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
-            )
-        inside = parts.pixel_mask(a.render, part) | parts.pixel_mask(b.render, part)
-        if not inside.any():
-            raise RenderCompareError(
-                f"the part {part!r} is visible in no view of frames A and B ({self.view_config.count} views);"
-                " instruction_following has no pixels to compare"
-            )
-        features = self.lpips.features(_lpips_images([a.normals, b.normals]))
-        n = self.view_config.count
-        lpips_a, lpips_b = _split_features(features, [n, n])
+        pool = _comparison_pool()
+        with _one_torch_thread():  # as in `score`: frame A goes through AlexNet while B renders
+            a = self._side(ref_a, "frame A")
+            if a.render is None:
+                raise RenderCompareError(
+                    "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
+                )
+            lpips_a = pool.submit(self.lpips.features, _lpips_images([a.normals]))
+            ssim_a = pool.submit(SsimReference, a.normals)
+            # Frame B is rendered once: moved onto A's head when its head moved, as it is
+            # otherwise (B as it is is rendered later only if a depth-only candidate needs it).
+            b, b_as_is, frame = None, None, None
+            if isinstance(ref_b, Decoded) and ref_b.vertices is not None:
+                vertices_b = self.renderer.check(ref_b.vertices, "frame B")
+                frame = head_motion.head_frame(a.render_vertices, part)
+                if part not in NO_ALIGN_PARTS:
+                    aligned = head_motion.align_to_a(frame, vertices_b)
+                    if head_motion.moves_head(frame, vertices_b, aligned, ALIGN_EPSILON_M):
+                        b, b_as_is = self._side(attrs.evolve(ref_b, vertices=aligned), "frame B"), ref_b
+            if b is None:
+                b = self._side(ref_b, "frame B")
+            if b.render is None:
+                raise RenderCompareError(
+                    "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
+                )
+            lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
+            inside = parts.pixel_mask(a.render, part) | parts.pixel_mask(b.render, part)
+            if not inside.any():
+                raise RenderCompareError(
+                    f"the part {part!r} is visible in no view of frames A and B ({self.view_config.count} views);"
+                    " instruction_following has no pixels to compare"
+                )
+            lpips_a, lpips_b, ssim_a = lpips_a.result(), lpips_b.result(), ssim_a.result()
         return PreparedReference(
             part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b,
-            vertices_a=a.render_vertices, head_frame=frame, b_as_is=b_as_is, ssim_a=_ssim_reference(a.normals),
+            vertices_a=a.render_vertices, head_frame=frame, b_as_is=b_as_is, ssim_a=ssim_a,
         )  # fmt: skip
 
     # -- candidates ---------------------------------------------------------------------------
     def score(self, prepared: PreparedReference, candidates: list[Decoded]) -> list[CandidateScore]:
-        """Scores of G candidates; all their images share one LPIPS forward."""
+        """Scores of G candidates.
+
+        Pipelined on a small thread pool, torch on one thread per task: while the next candidate
+        renders (Mitsuba keeps about one core busy), the previous one goes through AlexNet (one
+        task per view set) and is compared on depth, normals and SSIM; the LPIPS distances
+        follow. Each task is single-threaded and independent, so the scores do
+        not depend on the scheduling.
+        """
         if not candidates:
             return []
-        sides = [self._side(c, f"candidate {i}") for i, c in enumerate(candidates)]
-        rendered = [i for i, s in enumerate(sides) if s.normals is not None]
-        # instruction_following looks at each candidate in frame A's head frame (like frame B);
-        # consistency looks at it as it is, against frame A (or, for the neck, against frame A
-        # with its head carried along to the candidate's head).
-        follow: dict[int, Side] = {}
-        own_a: dict[int, Side] = {}
-        for i in rendered:
-            vertices = sides[i].render_vertices
-            if prepared.head_frame is None:
-                continue
-            if prepared.part in NO_ALIGN_PARTS:
-                carried = head_motion.carry_a_to(prepared.head_frame, prepared.vertices_a, vertices, _head_weights())
-                if head_motion.moves_head(prepared.head_frame, prepared.vertices_a, carried, ALIGN_EPSILON_M):
-                    own_a[i] = self._side(Decoded(vertices=carried), "frame A following the candidate's head")
-            else:
-                aligned = head_motion.align_to_a(prepared.head_frame, vertices)
-                if head_motion.moves_head(prepared.head_frame, vertices, aligned, ALIGN_EPSILON_M):
-                    follow[i] = self._side(Decoded(vertices=aligned, activations=sides[i].activations), f"candidate {i}")
-        lpips_features: dict[int, tuple] = {}
-        if rendered:
-            lp = self.lpips
-            n = self.view_config.count
-            # One LPIPS forward for every image: each candidate as it is, then its head-aligned
-            # copy and its own frame A where those were rendered.
-            sets = [("as_is", i) for i in rendered] + [("aligned", i) for i in follow] + [("own_a", i) for i in own_a]
-            images = [sides[i].normals for _kind, i in sets[: len(rendered)]]
-            images += [follow[i].normals for i in follow] + [own_a[i].normals for i in own_a]
-            chunks = dict(zip(sets, _split_features(lp.features(_lpips_images(images)), [n] * len(sets))))
-            for i in rendered:
-                as_is = chunks[("as_is", i)]
-                lpips_features[i] = ((chunks.get(("aligned", i), as_is), prepared.lpips_b),
-                                     (as_is, chunks.get(("own_a", i), prepared.lpips_a)))  # fmt: skip
-        jobs = [
-            (prepared, follow.get(i, side), side, lpips_features.get(i), own_a.get(i, prepared.a))
+        pool = _comparison_pool()
+        with _one_torch_thread():
+            sides: list[Side] = []
+            follow: dict[int, Side] = {}  # instruction_following: the candidate in A's head frame
+            own_a: dict[int, Side] = {}  # consistency (neck): A with its head carried to the candidate's
+            pictures, pending = [], {}
+
+            def alexnet(normals):
+                return self.lpips.features(_lpips_images([normals]))
+
+            for i, candidate in enumerate(candidates):
+                side = self._side(candidate, f"candidate {i}")
+                sides.append(side)
+                if side.normals is not None:
+                    if prepared.head_frame is not None:
+                        self._follow_head(prepared, i, side, follow, own_a)
+                    for key, picture in (("as_is", side), ("aligned", follow.get(i)), ("own_a", own_a.get(i))):
+                        if picture is not None:
+                            pending[key, i] = pool.submit(alexnet, picture.normals)
+                pictures.append(pool.submit(self._picture_distances, prepared, follow.get(i, side), side,
+                                            own_a.get(i, prepared.a)))  # fmt: skip
+            rendered = [i for i, s in enumerate(sides) if s.normals is not None]
+            features = {key: future.result() for key, future in pending.items()}
+            distances = [future.result() for future in pictures]
+
+            def lpips_of(i: int) -> tuple[float, float]:
+                as_is, outside = features[("as_is", i)], distances[i][1]
+                return (self.lpips.distance(features.get(("aligned", i), as_is), prepared.lpips_b, prepared.inside),
+                        self.lpips.distance(as_is, features.get(("own_a", i), prepared.lpips_a), outside))  # fmt: skip
+
+            lpips = dict(zip(rendered, pool.map(lpips_of, rendered)))
+        return [
+            self._finish(prepared, follow.get(i, side), side, own_a.get(i, prepared.a), *distances[i], lpips.get(i))
             for i, side in enumerate(sides)
         ]
-        with _one_torch_thread():
-            return list(_comparison_pool().map(lambda job: self._score_one(*job), jobs))
+
+    def _follow_head(self, prepared: PreparedReference, i: int, side: Side, follow: dict, own_a: dict) -> None:
+        """Render candidate i in frame A's head frame (or, for the neck, frame A carried to its
+        head) where that moves the head by more than ALIGN_EPSILON_M."""
+        vertices = side.render_vertices
+        if prepared.part in NO_ALIGN_PARTS:
+            carried = head_motion.carry_a_to(prepared.head_frame, prepared.vertices_a, vertices, _head_weights())
+            if head_motion.moves_head(prepared.head_frame, prepared.vertices_a, carried, ALIGN_EPSILON_M):
+                own_a[i] = self._side(Decoded(vertices=carried), "frame A following the candidate's head")
+        else:
+            aligned = head_motion.align_to_a(prepared.head_frame, vertices)
+            if head_motion.moves_head(prepared.head_frame, vertices, aligned, ALIGN_EPSILON_M):
+                follow[i] = self._side(Decoded(vertices=aligned, activations=side.activations), f"candidate {i}")
 
     def _depth_b_as_is(self, prepared: PreparedReference) -> np.ndarray:
         """Frame B's depth as given (not moved onto A's head), rendered on first use."""
         if prepared.b_as_is is None:
             return prepared.b.depth
-        if "depth_b" not in prepared.lazy:
-            prepared.lazy["depth_b"] = self._side(prepared.b_as_is, "frame B").depth
+        with self._lock:
+            if "depth_b" not in prepared.lazy:
+                prepared.lazy["depth_b"] = self._side(prepared.b_as_is, "frame B").depth
         return prepared.lazy["depth_b"]
 
-    def _score_one(self, prepared: PreparedReference, cand_if: Side, cand: Side, lpips_pairs, ref_a: Side) -> CandidateScore:
+    def _picture_distances(self, prepared: PreparedReference, cand_if: Side, cand: Side, ref_a: Side):
+        """Depth L1, normal L1 and SSIM of both dimensions (everything but LPIPS), and the
+        consistency region."""
         inside = prepared.inside
         outside = (prepared.b.coverage | ref_a.coverage | cand.coverage) & ~inside
         distances: dict[str, dict[str, float]] = {"instruction_following": {}, "consistency": {}}
-        for dimension, side, ref, region, lpips_pair in (
-            ("instruction_following", cand_if, prepared.b, inside, None if lpips_pairs is None else lpips_pairs[0]),
-            ("consistency", cand, ref_a, outside, None if lpips_pairs is None else lpips_pairs[1]),
+        for dimension, side, ref, region in (
+            ("instruction_following", cand_if, prepared.b, inside),
+            ("consistency", cand, ref_a, outside),
         ):
             if not region.any():
                 raise RenderCompareError(f"{dimension}: its region holds no pixel in any view")
@@ -313,8 +339,15 @@ class RenderCompare:
                 else:
                     ssim = _masked_ssim_by_view(side.normals, ref.normals, region)
                 found["ssim"] = max(0.0, 1.0 - ssim)
-                found["lpips"] = max(0.0, self.lpips.distance(*lpips_pair, region))
-        _add_appearance(distances, prepared, cand_if, cand, ref_a, inside, outside)
+        return distances, outside
+
+    def _finish(self, prepared: PreparedReference, cand_if: Side, cand: Side, ref_a: Side, distances: dict,
+                outside: np.ndarray, lpips: tuple[float, float] | None) -> CandidateScore:
+        """LPIPS, appearance and activation distances added; the scores."""
+        if lpips is not None:
+            distances["instruction_following"]["lpips"] = max(0.0, lpips[0])
+            distances["consistency"]["lpips"] = max(0.0, lpips[1])
+        _add_appearance(distances, prepared, cand_if, cand, ref_a, prepared.inside, outside)
         if cand.activations is not None and prepared.b.activations is not None:
             from .speech import agreement
 
@@ -356,16 +389,10 @@ def _one_torch_thread():
 
 @functools.cache
 def _comparison_pool() -> concurrent.futures.ThreadPoolExecutor:
-    """Candidates are compared in parallel, one torch thread each (`threads.wanted()` at once):
-    each comparison is independent and single-threaded, so the scores do not depend on the
-    scheduling. Measured on 2 idle cores, 5 candidates: 0.19 s against 0.28 s one after another
-    and 0.22 s on two torch threads."""
+    """The tasks of `RenderCompare.score` and `prepare` (`threads.wanted()` at once, one torch
+    thread each). Measured on 2 idle cores, comparing 5 candidates: 0.19 s on the pool against
+    0.28 s one after another and 0.22 s on two torch threads."""
     return concurrent.futures.ThreadPoolExecutor(max_workers=threads.wanted(), thread_name_prefix="maskscore-compare")
-
-
-def _ssim_reference(normals: np.ndarray) -> SsimReference:
-    with _one_torch_thread():
-        return SsimReference(normals)
 
 
 def _masked_ssim_by_view(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> float:
@@ -395,19 +422,6 @@ def _lpips_images(normal_sets: list[np.ndarray]) -> torch.Tensor:
     from .image_metrics import normals_to_images
 
     return normals_to_images(np.concatenate(normal_sets, axis=0))
-
-
-def _split_features(features, sizes: list[int]):
-    from .image_metrics import LpipsFeatures
-
-    out, start = [], 0
-    for size in sizes:
-        out.append(
-            LpipsFeatures(layers=tuple(l[start : start + size] for l in features.layers), image_size=features.image_size)
-        )
-        start += size
-    return out
-
 
 def appearance_regions(prepared: PreparedReference, inside: np.ndarray, outside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where the shaded pictures are compared: (edited region, the rest of the picture).
