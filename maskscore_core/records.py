@@ -328,3 +328,11 @@ class EditInstance:
     other: Target | None = None
     trial_a: str = ""
     trial_b: str = ""
+
+    def frame(self, which: str) -> Target:
+        """Frame A (`"a"`) or frame B (`"b"`): what `decode_reference(which=...)` decodes."""
+        if which == "a":
+            return self.a
+        if which == "b":
+            return self.b
+        raise ValueError(f"reference frame must be 'a' or 'b', got {which!r}")

@@ -36,6 +36,13 @@ def test_edit_instance_round_trips_through_json():
     assert back.b.state.part_scale == {"ears": 1.1}
 
 
+def test_edit_instance_names_its_reference_frames():
+    instance = _instance()
+    assert instance.frame("a") is instance.a and instance.frame("b") is instance.b
+    with pytest.raises(ValueError, match="'a' or 'b', got 'c'"):
+        instance.frame("c")
+
+
 def test_trial_round_trips():
     frame = records.Frame(0, 0.0, records.BodyState())
     trial = records.Trial("t", "anny", records.Subject("s", {}), "hello", 25.0, (frame,), audio_path="a.wav")

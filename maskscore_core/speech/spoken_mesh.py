@@ -37,6 +37,26 @@ def spoken_only(activations: np.ndarray) -> np.ndarray:
 DEFAULT_SAMPLED_FRAMES = 4
 
 
+def sampled_frame_count(ctx) -> int:
+    """How many frames render-and-compare samples from a clip (`ctx.config["speech_frames"]`)."""
+    return int(ctx.config.get("speech_frames", DEFAULT_SAMPLED_FRAMES)) if ctx is not None else DEFAULT_SAMPLED_FRAMES
+
+
+def spoken_part_actions(part: str, modality: str) -> tuple[str, ...]:
+    """The mask of a part for a modality that moves the face by speaking (speech, text): the
+    part's facial actions that speech moves (mouth and jaw). Parts speech cannot move (eyes,
+    brows, hair, ...) raise PartError."""
+    from .. import parts
+    from ..body import get_body_model
+
+    parts.check_active(part)
+    spoken = {get_body_model().action_names[i] for i in spoken_columns()}
+    actions = tuple(name for name in parts.part_actions(part) if name in spoken)
+    if not actions:
+        raise parts.PartError(f"{modality} moves only the mouth and jaw; the part {part!r} has none of those actions")
+    return actions
+
+
 def sampled_rows(length: int, count: int) -> np.ndarray:
     """Rows at the relative times (k + 0.5) / count of the timeline: the frames
     render-and-compare looks at."""

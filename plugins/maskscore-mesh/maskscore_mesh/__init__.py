@@ -30,7 +30,7 @@ def decode_to_mesh(asset, instance, ctx):
 @hookimpl
 def decode_reference(modality, instance, which, ctx):
     if modality == MODALITY:
-        return representation.decode(representation.encode(_frame(instance, which)))
+        return representation.decode(representation.encode(instance.frame(which)))
 
 
 @hookimpl
@@ -63,9 +63,3 @@ def read_asset(modality, value, root, ctx):
 def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
     if modality == MODALITY:
         return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
-
-
-def _frame(instance, which):
-    if which not in ("a", "b"):
-        raise ValueError(f"reference frame must be 'a' or 'b', got {which!r}")
-    return instance.a if which == "a" else instance.b

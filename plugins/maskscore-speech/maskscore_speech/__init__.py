@@ -5,9 +5,9 @@ from pathlib import Path
 
 from maskscore_core import hookimpl
 from maskscore_core.records import Asset, PluginInfo
+from maskscore_core.speech.spoken_mesh import sampled_frame_count
 
 from .representation import (
-    DEFAULT_SAMPLED_FRAMES,
     MODALITY,
     SUFFIX,
     SpeechAssetError,
@@ -28,11 +28,6 @@ def _waveform(asset) -> Waveform:
     return asset.data
 
 
-def _frames(ctx) -> int:
-    """How many frames render-and-compare samples from a clip (`ctx.config["speech_frames"]`)."""
-    return int(ctx.config.get("speech_frames", DEFAULT_SAMPLED_FRAMES)) if ctx is not None else DEFAULT_SAMPLED_FRAMES
-
-
 @hookimpl
 def plugin_info():
     return PluginInfo(kind="modality", provides=(MODALITY,))
@@ -47,13 +42,13 @@ def encode(modality, target, ctx):
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
     if asset.modality == MODALITY:
-        return decode_waveform(_waveform(asset), instance, _frames(ctx))
+        return decode_waveform(_waveform(asset), instance, sampled_frame_count(ctx))
 
 
 @hookimpl
 def decode_reference(modality, instance, which, ctx):
     if modality == MODALITY:
-        return decode_target(instance, which, _frames(ctx))
+        return decode_target(instance, which, sampled_frame_count(ctx))
 
 
 @hookimpl

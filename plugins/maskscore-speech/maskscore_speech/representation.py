@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 
 from maskscore_core.records import Decoded, EditInstance, Target
-from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES, decode_activations, spoken_columns
+from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES, decode_activations, spoken_part_actions
 
 MODALITY = "speech"
 SAMPLE_RATE = 16_000
@@ -132,21 +132,10 @@ def decode_waveform(waveform: Waveform, instance: EditInstance, frames: int = DE
 def decode_target(instance: EditInstance, which: str, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:
     """Frame A's or B's reference: that clip's video-derived activations (the truth), on frame
     A's body like every candidate."""
-    if which not in ("a", "b"):
-        raise SpeechAssetError(f"reference must be 'a' or 'b', got {which!r}")
-    target = instance.a if which == "a" else instance.b
+    target = instance.frame(which)
     return decode_activations(instance, np.stack([state.expression for state in target.states]), frames)
 
 
 def part_actions(part: str) -> tuple[str, ...]:
-    """Speech's mask of a part: the part's facial actions that speech moves (mouth and jaw).
-    Parts speech cannot move (eyes, brows, hair, ...) raise PartError."""
-    from maskscore_core import parts
-    from maskscore_core.body import get_body_model
-
-    parts.check_active(part)
-    spoken = {get_body_model().action_names[i] for i in spoken_columns()}
-    actions = tuple(name for name in parts.part_actions(part) if name in spoken)
-    if not actions:
-        raise parts.PartError(f"speech moves only the mouth and jaw; the part {part!r} has none of those actions")
-    return actions
+    """Speech's mask of a part: the part's mouth and jaw actions (`spoken_part_actions`)."""
+    return spoken_part_actions(part, "speech")

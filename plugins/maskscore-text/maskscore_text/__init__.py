@@ -5,14 +5,10 @@ from pathlib import Path
 
 from maskscore_core import hookimpl
 from maskscore_core.records import Asset, PluginInfo
+from maskscore_core.speech.spoken_mesh import sampled_frame_count
 
-from .representation import DEFAULT_SAMPLED_FRAMES, MODALITY, check_text, decode_target, decode_text, part_actions
+from .representation import MODALITY, check_text, decode_target, decode_text, part_actions
 from .table import SUFFIX, relative_to_root, text_row, write_transcript
-
-
-def _frames(ctx) -> int:
-    """How many frames render-and-compare samples from a clip (`ctx.config["speech_frames"]`)."""
-    return int(ctx.config.get("speech_frames", DEFAULT_SAMPLED_FRAMES)) if ctx is not None else DEFAULT_SAMPLED_FRAMES
 
 
 @hookimpl
@@ -29,13 +25,13 @@ def encode(modality, target, ctx):
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
     if asset.modality == MODALITY:
-        return decode_text(check_text(asset.data), instance, _frames(ctx))
+        return decode_text(check_text(asset.data), instance, sampled_frame_count(ctx))
 
 
 @hookimpl
 def decode_reference(modality, instance, which, ctx):
     if modality == MODALITY:
-        return decode_target(instance, which, _frames(ctx))
+        return decode_target(instance, which, sampled_frame_count(ctx))
 
 
 @hookimpl

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from maskscore_core.records import Decoded, EditInstance, Target
-from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES, decode_activations, spoken_columns
+from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES, decode_activations, spoken_part_actions
 
 MODALITY = "text"
 
@@ -65,20 +65,9 @@ def decode_text(text: str, instance: EditInstance, frames: int = DEFAULT_SAMPLED
 def decode_target(instance: EditInstance, which: str, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:
     """Frame A's or B's reference: that clip's video-derived activations (the truth), on frame
     A's body like every candidate."""
-    if which not in ("a", "b"):
-        raise TextError(f"reference must be 'a' or 'b', got {which!r}")
-    return decode_activations(instance, video_activations(instance.a if which == "a" else instance.b), frames)
+    return decode_activations(instance, video_activations(instance.frame(which)), frames)
 
 
 def part_actions(part: str) -> tuple[str, ...]:
-    """Text's mask of a part: the part's facial actions that speech moves (mouth and jaw).
-    Parts speech cannot move (eyes, brows, hair, ...) raise PartError."""
-    from maskscore_core import parts
-    from maskscore_core.body import get_body_model
-
-    parts.check_active(part)
-    spoken = {get_body_model().action_names[i] for i in spoken_columns()}
-    actions = tuple(name for name in parts.part_actions(part) if name in spoken)
-    if not actions:
-        raise parts.PartError(f"text moves only the mouth and jaw; the part {part!r} has none of those actions")
-    return actions
+    """Text's mask of a part: the part's mouth and jaw actions (`spoken_part_actions`)."""
+    return spoken_part_actions(part, "text")

@@ -67,10 +67,7 @@ def decode_to_mesh(asset, instance, ctx):
 def decode_reference(modality, instance, which, ctx):
     if modality != MODALITY:
         return None
-    targets = {"a": instance.a, "b": instance.b}
-    if which not in targets:
-        raise VideoError(f"reference must be 'a' or 'b', got {which!r}")
-    return decode_clip(clip_from_target(targets[which]), instance.instruction.part, ctx)
+    return decode_clip(clip_from_target(instance.frame(which)), instance.instruction.part, ctx)
 
 
 @hookimpl
