@@ -109,3 +109,22 @@ def no_provider_message(modality: str) -> str | None:
     except plugins.NoPluginError as err:
         return str(err)
     return None
+
+
+def only_distributions(monkeypatch, *distributions: str):
+    """Body of an autouse fixture (`yield from`): only these plugin distributions load, plus the
+    core's built-ins, with a fresh plugin manager before and after the test; so a plugin's own
+    tests prove it works without the others."""
+    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", ",".join(distributions))
+    monkeypatch.delenv("MASKSCORE_STRICT_PLUGINS", raising=False)
+    plugins.reset()
+    yield
+    plugins.reset()
+
+
+def small_context(workdir, **config):
+    """A run context small enough for tests on shared cores: 4 views of 96 px, plus `config`."""
+    from .context import Context
+
+    return Context(workdir=workdir, seed=0, config={"views": 4, "resolution": 96, **config})
+

@@ -13,18 +13,14 @@ os.environ.setdefault("DRJIT_LIBLLVM_PATH", "/usr/lib/x86_64-linux-gnu/libLLVM.s
 
 @pytest.fixture(autouse=True)
 def _multimodal_and_paths(monkeypatch):
-    from maskscore_core import plugins
+    from maskscore_core.testing import only_distributions
 
-    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", ",".join((DISTRIBUTION, *PATH_DISTRIBUTIONS)))
-    monkeypatch.delenv("MASKSCORE_STRICT_PLUGINS", raising=False)
-    plugins.reset()
-    yield
-    plugins.reset()
+    yield from only_distributions(monkeypatch, DISTRIBUTION, *PATH_DISTRIBUTIONS)
 
 
 @pytest.fixture
 def ctx(tmp_path):
     """A small run: 4 views of 96 px (and 48 px video frames) keep renders cheap on shared cores."""
-    from maskscore_core.context import Context
+    from maskscore_core.testing import small_context
 
-    return Context(workdir=tmp_path, seed=0, config={"views": 4, "resolution": 96, "frame_resolution": 48})
+    return small_context(tmp_path, frame_resolution=48)

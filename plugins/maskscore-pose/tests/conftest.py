@@ -12,18 +12,14 @@ os.environ.setdefault("DRJIT_LIBLLVM_PATH", "/usr/lib/x86_64-linux-gnu/libLLVM.s
 
 @pytest.fixture(autouse=True)
 def _only_this_plugin(monkeypatch):
-    from maskscore_core import plugins
+    from maskscore_core.testing import only_distributions
 
-    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", DISTRIBUTION)
-    monkeypatch.delenv("MASKSCORE_STRICT_PLUGINS", raising=False)
-    plugins.reset()
-    yield
-    plugins.reset()
+    yield from only_distributions(monkeypatch, DISTRIBUTION)
 
 
 @pytest.fixture
 def ctx(tmp_path):
     """A small run: 4 views of 96 px keep the renders cheap on 2 shared cores."""
-    from maskscore_core.context import Context
+    from maskscore_core.testing import small_context
 
-    return Context(workdir=tmp_path, seed=0, config={"views": 4, "resolution": 96})
+    return small_context(tmp_path)
