@@ -52,7 +52,8 @@ class HeadMotionError(ValueError):
 class _Model:
     """The reference subject's displacement fields, on the ANNY vertices."""
 
-    head_ids: np.ndarray  # (H,) vertices carried by the head
+    head_weight: np.ndarray  # (V,) skinning weight on the head's bones, clipped to [0, 1]
+    head_ids: np.ndarray  # (H,) vertices carried by the head (head_weight >= CARRIED)
     rest: np.ndarray  # (V, 3) reference subject, neutral
     actions: np.ndarray  # (52, V, 3) displacement of each facial action at 1.0
     bone_weights: np.ndarray  # (3, V) skinning weight of each head child bone
@@ -68,15 +69,21 @@ def _model() -> _Model:
     out = body.forward([BodyState()] + [BodyState(expression=np.eye(FACIAL_ACTIONS)[k]) for k in range(FACIAL_ACTIONS)])
     rest = out["vertices"][0]
     weights, bones = body.skinning()
-    per_bone = {name: (weights * (bones == body.bone_index(name))).sum(axis=1) for name in HEAD_BONES}
-    carried = np.clip(sum(per_bone.values()), 0.0, 1.0)
+    per_bone = {name: (weights * (bones == body.bone_index(name))).sum(axis=1) for name in HEAD_CHILD_BONES}
+    carried = np.clip((weights * np.isin(bones, [body.bone_index(name) for name in HEAD_BONES])).sum(axis=1), 0.0, 1.0)
     return _Model(
+        head_weight=carried,
         head_ids=np.flatnonzero(carried >= CARRIED),
         rest=rest,
         actions=out["vertices"][1:] - rest,
         bone_weights=np.stack([per_bone[name] for name in HEAD_CHILD_BONES]),
         bone_pivots=np.stack([out["bone_poses"][0][body.bone_index(name)][:3, 3] for name in HEAD_CHILD_BONES]),
     )
+
+
+def head_weights() -> np.ndarray:
+    """(V,) how much each ANNY vertex is carried by the head: its skinning weight on HEAD_BONES."""
+    return _model().head_weight
 
 
 def _kabsch(source: np.ndarray, target: np.ndarray) -> np.ndarray:

@@ -99,10 +99,8 @@ def _head_weights() -> np.ndarray:
     from .reference_mesh import get_reference_mesh
 
     mesh = get_reference_mesh()
-    weights, bones = mesh.body.skinning()
-    head = np.isin(bones, [mesh.body.bone_index(name) for name in head_motion.HEAD_BONES])
     out = np.zeros(mesh.vertex_count)
-    out[: mesh.anny_vertex_count] = np.clip((weights * head).sum(axis=1), 0.0, 1.0)
+    out[: mesh.anny_vertex_count] = head_motion.head_weights()
     for slot in mesh.slots:
         if slot.part in HEAD_ACCESSORY_PARTS:
             start, stop = mesh.slot_ranges[slot.name]
