@@ -64,8 +64,8 @@ def _ladder_meshes():
     return vertices[0], vertices[1], list(vertices[2:])
 
 
-def _stream(rows: int, views: int, resolution: int, part: str, barrier, results) -> None:
-    """One scoring stream in its own process, on its share of the cores (MASKSCORE_THREADS)."""
+def _warm_scorer(views: int, resolution: int, part: str):
+    """(scorer, frame A, frame B, candidates) after one warm-up row (kernels, LPIPS weights)."""
     from maskscore_core.records import Decoded
     from maskscore_core.render_compare import RenderCompare
     from maskscore_core.views import ViewConfig
@@ -74,7 +74,13 @@ def _stream(rows: int, views: int, resolution: int, part: str, barrier, results)
     ref_a, ref_b = Decoded(vertices=frame_a), Decoded(vertices=frame_b)
     decoded = [Decoded(vertices=v) for v in candidates]
     compare = RenderCompare(ViewConfig(count=views, resolution=resolution))
-    compare.score(compare.prepare(ref_a, ref_b, part), decoded)  # warm-up
+    compare.score(compare.prepare(ref_a, ref_b, part), decoded)
+    return compare, ref_a, ref_b, decoded
+
+
+def _stream(rows: int, views: int, resolution: int, part: str, barrier, results) -> None:
+    """One scoring stream in its own process, on its share of the cores (MASKSCORE_THREADS)."""
+    compare, ref_a, ref_b, decoded = _warm_scorer(views, resolution, part)
     barrier.wait()
     start = time.time()
     for _ in range(rows):
@@ -129,24 +135,19 @@ def main(out_path, rows, views, resolution, part, streams):
 
     from maskscore_core import head_motion
     from maskscore_core.image_metrics import normals_to_images
-    from maskscore_core.records import Decoded
-    from maskscore_core.render_compare import ALIGN_EPSILON_M, RenderCompare
-    from maskscore_core.views import ViewConfig
-
-    frame_a, frame_b, candidates = _ladder_meshes()
-    ref_a, ref_b = Decoded(vertices=frame_a), Decoded(vertices=frame_b)
-    decoded = [Decoded(vertices=v) for v in candidates]
+    from maskscore_core.render_compare import ALIGN_EPSILON_M
 
     setup_start = time.perf_counter()
-    compare = RenderCompare(ViewConfig(count=views, resolution=resolution))
-    compare.score(compare.prepare(ref_a, ref_b, part), decoded)  # warm-up: kernels, LPIPS weights
+    compare, ref_a, ref_b, decoded = _warm_scorer(views, resolution, part)
     setup_s = time.perf_counter() - setup_start
+    frame_a, frame_b, candidates = ref_a.vertices, ref_b.vertices, [d.vertices for d in decoded]
 
     def full_row():
         return compare.score(compare.prepare(ref_a, ref_b, part), decoded)
 
-    # The floor renders exactly the meshes the full row renders: frames A and B, each candidate,
-    # and the head-aligned copies of B and of the candidates where the alignment moves anything.
+    # The floor renders exactly the meshes the full row renders: frame A, frame B (moved onto A's
+    # head where its head moved), each candidate, and the head-aligned copy of each candidate
+    # whose alignment moves the head.
     frame = head_motion.head_frame(frame_a, part)
 
     def aligned_copy(vertices):
