@@ -93,6 +93,11 @@ def _kabsch(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     return vt.T @ np.diag([1.0, 1.0, sign]) @ u.T
 
 
+def rigid_fit(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(R, source centre, target centre) with R (source - source centre) + target centre ~= target."""
+    return _kabsch(source, target), source.mean(axis=0), target.mean(axis=0)
+
+
 def rotation_matrix(rotvec: np.ndarray) -> np.ndarray:
     """Rodrigues' formula for one axis-angle vector."""
     angle = float(np.linalg.norm(rotvec))

@@ -118,6 +118,18 @@ def mask_part(modality, part, ctx):
 
 
 @hookspec(firstresult=True)
+def ladder_levels(modality):
+    """How a modality's ladder rungs are expected to rank, when its representation cannot carry
+    what tells some rungs apart (a transcript has no voice, so "another subject's words" are
+    just other words).
+
+    Returns: {dimension: {rung: level}} for all three dimensions and rungs 1-5, level 0 best
+    (`dataset.protocol.EXPECTED_LEVEL` is the design's table), or None to keep the design's.
+    Answered only by the modality plugin named `modality`; optional (no answer is no override).
+    """
+
+
+@hookspec(firstresult=True)
 def score(scorer, instance, candidates, ctx):
     """Score candidates of one edit on the three dimensions.
 

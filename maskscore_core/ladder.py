@@ -24,10 +24,13 @@ is A's at scale 1 - t for t < 0.5 and B's at scale t from 0.5 on.
 Clips (video, speech, text) are edited frame by frame after resampling one clip to the other's
 length (nearest frame by relative time): onto B's timeline when the part is the mouth (the words
 change, so the timing is B's), onto A's otherwise. When the mouth of a clip is edited the
-transcript follows a phrase ladder: B's phrase (1); the time mix at INTERPOLATION_T (2: B's words
-for the first half of B's spoken duration, then A's for the second half of A's, `mix_phrase`);
-the time mix at PARTIAL_T (3); A's phrase with another part changed (4); the other subject's
-phrase and voice (5).
+transcript follows a phrase ladder: B's phrase (1); the time mix at PHRASE_INTERPOLATION_T (2:
+B's words for the first two thirds of B's spoken duration, then A's for the last third of A's,
+`mix_phrase`); the time mix at PHRASE_PARTIAL_T (3: a third of B's words); A's phrase with
+another part changed (4); the other subject's phrase and voice (5). The phrase mixes are spaced
+evenly rather than at 0.5 and 0.2: a mix is cut at word boundaries, and a fifth of a 4-6 word
+command is often one short word whose mouth shapes are A's own ("when" for "will"), which left
+rung 3 indistinguishable from A's words.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from .records import Appearance, BodyState, EditInstance, Light, Target
 
 INTERPOLATION_T = 0.5
 PARTIAL_T = 0.2
+PHRASE_INTERPOLATION_T = 2 / 3  # share of B's words in rung 2 of a phrase ladder
+PHRASE_PARTIAL_T = 1 / 3  # and in rung 3
 
 
 class LadderError(ValueError):
@@ -262,7 +267,8 @@ def _resample(states: tuple[BodyState, ...], length: int) -> list[BodyState]:
 
 
 def _rung_maker(instance: EditInstance):
-    """(part, rung(number, label, edit_part, t, transcript) -> Target, the four phrases)."""
+    """(part, rung(number, label, edit_part, t, transcript) -> Target, the four phrases, the
+    fractions t of rungs 2 and 3)."""
     part = _check_part(instance.instruction.part)
     modality = instance.instruction.modality
     a, b = instance.a, instance.b
@@ -292,13 +298,15 @@ def _rung_maker(instance: EditInstance):
     if phrase_ladder:
         phrases = [
             b.transcript,
-            mix_phrase(a.transcript, b.transcript, INTERPOLATION_T),
-            mix_phrase(a.transcript, b.transcript, PARTIAL_T),
+            mix_phrase(a.transcript, b.transcript, PHRASE_INTERPOLATION_T),
+            mix_phrase(a.transcript, b.transcript, PHRASE_PARTIAL_T),
             a.transcript,
         ]
     else:
         phrases = [a.transcript] * 4
-    return part, rung, phrases
+    # The in-between rungs' fractions: a clip's mouth edit moves its body states as far as its words.
+    steps = (PHRASE_INTERPOLATION_T, PHRASE_PARTIAL_T) if phrase_ladder else (INTERPOLATION_T, PARTIAL_T)
+    return part, rung, phrases, steps
 
 
 def ideal_edit(instance: EditInstance) -> Target:
@@ -307,7 +315,7 @@ def ideal_edit(instance: EditInstance) -> Target:
     The render-compare scorer measures instruction_following against it, so that whatever else
     differs between frames A and B (a blink, a slight head motion) is not asked of a candidate.
     """
-    part, rung, phrases = _rung_maker(instance)
+    part, rung, phrases, _steps = _rung_maker(instance)
     return rung(1, "frame B's part on frame A", part, 1.0, phrases[0])
 
 
@@ -315,7 +323,7 @@ def build_ladder(instance: EditInstance) -> list[Target]:
     """The five rung Targets of `instance`, best first (rung 1 .. rung 5)."""
     if instance.other is None:
         raise LadderError(f"instance {instance.key!r} has no other subject; the wrong-subject rung needs one")
-    part, rung, phrases = _rung_maker(instance)
+    part, rung, phrases, steps = _rung_maker(instance)
     task = instance.instruction.task_type
     if task in APPEARANCE_TASK_TYPES:
         wrong = wrong_look_part(part, task)
@@ -323,8 +331,8 @@ def build_ladder(instance: EditInstance) -> list[Target]:
         wrong = wrong_part(part, instance.instruction.modality, instance.a.state, instance.b.state)
     return [
         rung(1, "rung 1: frame B's part", part, 1.0, phrases[0]),
-        rung(2, "rung 2: interpolation", part, INTERPOLATION_T, phrases[1]),
-        rung(3, "rung 3: partial edit", part, PARTIAL_T, phrases[2]),
+        rung(2, "rung 2: interpolation", part, steps[0], phrases[1]),
+        rung(3, "rung 3: partial edit", part, steps[1], phrases[2]),
         rung(4, f"rung 4: wrong part ({wrong})", wrong, 1.0, phrases[3]),
         attrs.evolve(instance.other, label="rung 5: wrong subject", rung=5),
     ]

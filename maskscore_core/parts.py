@@ -43,6 +43,12 @@ Rules (see `_derive_anny_parts`):
 - scalp (ANNY is bald, so hair masks are where hair grows): Head-carried vertices outside the
   face and ears, no lower than 3 cm below the Head bone. front hair: scalp in front of the ears'
   centre (z) and above the eyebrows' centre (y); back hair: scalp behind the ears' centre.
+
+Comparison regions (`region_vertex_ids`, what render-and-compare calls the edited region): a
+part plus every vertex one of its own actions deforms by more than REGION_FLOOR_M (1 mm), after
+the slight rigid pull each action gives the whole skull (jawOpen ~1.5 mm; fitted on the hair
+region and ears) is taken out. For the mouth that adds the chin and the skin under it, which
+jawOpen carries 3.7 cm; parts without actions are their own region.
 """
 
 from __future__ import annotations
@@ -56,9 +62,11 @@ import numpy as np
 
 from . import vocab
 
-RULES_VERSION = 3  # bump when a rule changes: it names the on-disk cache
+RULES_VERSION = 4  # bump when a rule changes: it names the on-disk cache
 
 MOVE_FLOOR_M = 0.002  # jawForward alone slides the whole head ~1.1 mm: not a footprint
+REGION_FLOOR_M = 0.001  # a part's comparison region: what its own actions deform by more than this
+REGION_PREFIX = "region:"  # key of a part's comparison region in the derived sets
 CM = 0.01
 
 
@@ -368,17 +376,44 @@ def _derive_anny_parts() -> dict[str, np.ndarray]:
         "eyebrow": eyebrow, "eyewhite": eyewhite, "eyelash": eyelash, "ears": ears,
         "nose": nose, "mouth": mouth, "neck": neck,
     }
+    # Comparison regions: the part plus every vertex its own actions deform by more than
+    # REGION_FLOOR_M once each action's slight rigid pull on the skull is taken out, e.g. the
+    # chin and the skin under it for the mouth (jawOpen carries the chin 3.7 cm).
+    deformed = _local_deformation(out["vertices"][1:], rest, front_hair | back_hair | ears)
+    for part in list(sets):
+        own = [action[n] for n in PART_SPECS[part].actions]
+        sets[REGION_PREFIX + part] = (sets[part] | (deformed[own] > REGION_FLOOR_M).any(axis=0)) if own else sets[part]
     return {part: np.flatnonzero(mask).astype(np.int64) for part, mask in sets.items()}
+
+
+def _local_deformation(moved: np.ndarray, rest: np.ndarray, skull: np.ndarray) -> np.ndarray:
+    """(A, V) how far each action moves each vertex net of the rigid motion it gives the skull
+    (and no further than it moves the vertex at all).
+
+    ANNY's facial actions also shift the whole skull slightly (jawOpen by ~1.5 mm), which is not
+    the action's own footprint."""
+    out = np.empty(moved.shape[:2])
+    target = rest[skull]
+    for k, mesh in enumerate(moved):
+        source = mesh[skull]
+        u, _s, vt = np.linalg.svd((source - source.mean(axis=0)).T @ (target - target.mean(axis=0)))
+        rotation = vt.T @ np.diag([1.0, 1.0, np.sign(np.linalg.det(vt.T @ u.T)) or 1.0]) @ u.T
+        back = (mesh - source.mean(axis=0)) @ rotation.T + target.mean(axis=0)
+        # Below the neck nothing moves at all: there the raw displacement is the smaller one.
+        out[k] = np.minimum(np.linalg.norm(back - rest, axis=1), np.linalg.norm(mesh - rest, axis=1))
+    return out
 
 
 @functools.cache
 def anny_part_vertex_ids() -> dict[str, np.ndarray]:
-    """part -> sorted SOMA vertex ids for the 11 face parts (cached in memory and on disk)."""
+    """part -> sorted SOMA vertex ids for the 11 face parts, and `REGION_PREFIX + part` -> its
+    comparison region (cached in memory and on disk)."""
     path = _cache_file()
     if path.is_file():
         try:
             with np.load(path) as stored:
-                loaded = {part: stored[part].astype(np.int64) for part in vocab.ACTIVE_FACE_PARTS}
+                names = vocab.ACTIVE_FACE_PARTS + tuple(REGION_PREFIX + p for p in vocab.ACTIVE_FACE_PARTS)
+                loaded = {name: stored[name].astype(np.int64) for name in names}
             return loaded
         except (OSError, KeyError, ValueError):
             pass  # unreadable cache: derive again and overwrite it
@@ -410,13 +445,27 @@ def part_vertex_ids(part: str) -> np.ndarray:
     return anny_part_vertex_ids()[part].copy()
 
 
+def region_vertex_ids(part: str) -> np.ndarray:
+    """Sorted vertex ids of the part's comparison region: the part plus every vertex one of its
+    own facial actions moves by more than MOVE_FLOOR_M (each action alone at 1.0).
+
+    Editing a part moves more than the part: opening the mouth carries the chin, raising a brow
+    the forehead. Render-and-compare judges that motion as part of the edit (instruction
+    following), not as a change to the rest (consistency). Parts without actions (hair, ears,
+    neck, accessories) are their own region."""
+    check_active(part)
+    if part in vocab.ACCESSORY_PARTS:
+        return part_vertex_ids(part)
+    return anny_part_vertex_ids()[REGION_PREFIX + part].copy()
+
+
 @functools.cache
-def _face_mask(part: str) -> np.ndarray:
+def _face_mask(part: str, region: bool = False) -> np.ndarray:
     from .reference_mesh import get_reference_mesh
 
     mesh = get_reference_mesh()
     in_part = np.zeros(mesh.vertex_count, dtype=bool)
-    in_part[part_vertex_ids(part)] = True
+    in_part[region_vertex_ids(part) if region else part_vertex_ids(part)] = True
     mask = in_part[mesh.faces].all(axis=1)
     mask.flags.writeable = False
     return mask
@@ -427,9 +476,10 @@ def part_face_mask(part: str) -> np.ndarray:
     return _face_mask(check_active(part)).copy()
 
 
-def pixel_mask(render, part: str) -> np.ndarray:
-    """(N, H, W) bool: pixels whose visible triangle belongs to `part` (from the face-id pass)."""
-    faces = _face_mask(check_active(part))
+def pixel_mask(render, part: str, region: bool = False) -> np.ndarray:
+    """(N, H, W) bool: pixels whose visible triangle belongs to `part` (from the face-id pass);
+    to the part's comparison region (`region_vertex_ids`) with region=True."""
+    faces = _face_mask(check_active(part), region)
     face_id = np.asarray(render.face_id)
     coverage = np.asarray(render.coverage, dtype=bool)
     if face_id.shape != coverage.shape:

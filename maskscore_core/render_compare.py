@@ -1,8 +1,10 @@
 """The universal metric: render candidates and references, compare inside and outside the part.
 
 Regions (per view, per pixel):
-- inside: pixels showing the edited part in frame A's render or in frame B's render (union),
-  from the face-index pass (`parts.pixel_mask`). instruction_following compares the candidate
+- inside: pixels showing the edited part's region in frame A's render or in frame B's render
+  (union), from the face-index pass (`parts.pixel_mask(..., region=True)`): the part plus what
+  its own facial actions deform (`parts.region_vertex_ids`: opening the mouth carries the chin,
+  which is the edit, not a change of the rest). instruction_following compares the candidate
   with frame B there.
 - outside: every other pixel covered by A, B or the candidate. consistency compares the
   candidate with frame A there (a candidate that grows into the background is penalised).
@@ -231,7 +233,7 @@ class RenderCompare:
                     "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
                 )
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
-            inside = parts.pixel_mask(a.render, part) | parts.pixel_mask(b.render, part)
+            inside = parts.pixel_mask(a.render, part, region=True) | parts.pixel_mask(b.render, part, region=True)
             if not inside.any():
                 raise RenderCompareError(
                     f"the part {part!r} is visible in no view of frames A and B ({self.view_config.count} views);"

@@ -16,6 +16,12 @@ from .cli import main
 MODALITY_HOOKS = frozenset(
     {"decode_reference", "decode_to_mesh", "encode", "mask_part", "plugin_info", "read_asset", "reward_row", "write_asset"}
 )
+OPTIONAL_MODALITY_HOOKS = frozenset({"ladder_levels"})  # a modality may answer these too
+
+
+def check_modality_hooks(hooks) -> None:
+    """Every modality hook, and nothing but modality hooks (optional ones allowed)."""
+    assert MODALITY_HOOKS <= set(hooks) <= MODALITY_HOOKS | OPTIONAL_MODALITY_HOOKS, sorted(hooks)
 
 
 def _listed() -> dict[str, dict]:
@@ -35,7 +41,7 @@ def check_modality_plugin_alone(modality: str, distribution: str, monkeypatch, t
     assert plugins.providers("modality") == {modality: modality}
     row = _listed()[modality]
     assert row["distribution"] == distribution and row["error"] is None
-    assert set(row["hooks"]) == MODALITY_HOOKS
+    check_modality_hooks(row["hooks"])
 
     monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "")  # the core alone: as if the plugin were uninstalled
     plugins.reset()
@@ -128,3 +134,19 @@ def small_context(workdir, **config):
 
     return Context(workdir=workdir, seed=0, config={"views": 4, "resolution": 96, **config})
 
+
+
+def misordered_pairs(modality: str, scores) -> list[str]:
+    """The graded pairs of one ladder's scores (`records.CandidateScore`s of rungs 1-5, in
+    order) that are tied or in the wrong order, on every dimension, by the modality's own ladder
+    levels (`dataset.protocol.levels_for`): [] when the ladder is recovered exactly."""
+    from .dataset.protocol import graded_pairs, levels_for
+
+    levels = levels_for(modality)
+    wrong = []
+    for dimension in ("instruction_following", "consistency", "overall"):
+        values = [getattr(score, dimension) for score in scores]
+        for better, worse in graded_pairs(dimension, list(range(1, len(values) + 1)), levels):
+            if not values[better] > values[worse]:
+                wrong.append(f"{dimension}: rung {better + 1} {values[better]:.4f} <= rung {worse + 1} {values[worse]:.4f}")
+    return wrong

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from maskscore_core import hookimpl, plugins
-from maskscore_core.dataset import evaluate, protocol
+from maskscore_core.dataset import evaluate, protocol, reader
 from maskscore_core.dataset.evaluate import EvalError, ResultCache, ScorerConfig
 from maskscore_core.dataset.metrics import grade_row
 from maskscore_core.dataset.reader import DatasetReadError
@@ -33,6 +33,9 @@ FIXED = {
     "overall": [5.0, 4.0, 3.0, 2.0, 1.0],  # 10 pairs, all right
 }
 EXPECTED_ACCURACY = {"instruction_following": 8 / 9, "consistency": 4 / 7, "overall": 1.0}
+# Speech and text declare their own consistency levels (audio and text move only the mouth):
+# speech grades only rungs 1-4 above rung 5 (4 pairs, all right); text grades no consistency pair.
+EXPECTED_CONSISTENCY = {"speech": 1.0, "text": None}
 
 
 class FixedScorer:
@@ -79,6 +82,24 @@ def test_pairs_follow_the_ladder_and_leave_expected_ties_out():
         protocol.graded_pairs("overall", [1, 2, 6])
 
 
+def test_a_modality_may_declare_its_own_levels():
+    """Speech and text answer `ladder_levels` (their representation moves only the mouth); the
+    others keep the design's table. Declared tables are checked."""
+    assert protocol.levels_for("mesh") == protocol.EXPECTED_LEVEL
+    speech, text = protocol.levels_for("speech"), protocol.levels_for("text")
+    assert protocol.graded_pairs("consistency", [1, 2, 3, 4, 5], speech) == [(0, 4), (1, 4), (2, 4), (3, 4)]
+    assert protocol.graded_pairs("consistency", [1, 2, 3, 4, 5], text) == []
+    assert (3, 4) not in protocol.graded_pairs("overall", [1, 2, 3, 4, 5], text)  # rung 4 vs 5: other words
+    good = {d: {str(r): lv for r, lv in t.items()} for d, t in protocol.EXPECTED_LEVEL.items()}
+    assert protocol.check_levels(good, "json") == protocol.EXPECTED_LEVEL  # JSON's string keys are read back
+    with pytest.raises(protocol.ProtocolError, match="exactly the dimensions"):
+        protocol.check_levels({"overall": protocol.EXPECTED_LEVEL["overall"]}, "partial")
+    with pytest.raises(protocol.ProtocolError, match="rung 1 must be alone"):
+        protocol.check_levels({**protocol.EXPECTED_LEVEL, "overall": {1: 0, 2: 0, 3: 1, 4: 2, 5: 3}}, "tied top")
+    with pytest.raises(protocol.ProtocolError, match="rungs 1-5 to integers"):
+        protocol.check_levels({**protocol.EXPECTED_LEVEL, "overall": {1: 0, 2: 1, 3: 2, 4: 3}}, "no rung 5")
+
+
 def test_a_tie_is_wrong_and_counted():
     row = grade_row("mesh", "part_add", "overall", "k", [1.0, 1.0, 0.5, 0.2, 0.1], [1, 2, 3, 4, 5])
     assert (row.pairs, row.correct, row.ties) == (10, 9, 1)
@@ -91,20 +112,27 @@ def test_known_answer_per_dimension(bench, fixed, tmp_path):
     config = ScorerConfig(name="toy-fixed", version="test")
     report = evaluate.evaluate(bench, config, tmp_path / "results.jsonl", resamples=200)
     assert report["instances"] == 24
+    recorded = reader.build_config(bench)["ladder_levels"]  # the labels travel with the bench
+    assert recorded["text"]["consistency"] == {str(r): 0 for r in range(1, 6)}
+    assert protocol.check_levels(recorded["mesh"], "mesh") == protocol.EXPECTED_LEVEL
     for dimension, accuracy in EXPECTED_ACCURACY.items():
         figures = report["dimensions"][dimension]
         assert figures["rows"] == 24 and figures["failed_rows"] == 0
-        assert figures["accuracy"]["value"] == pytest.approx(accuracy)
-        for group in figures["groups"].values():
-            assert group["value"] == pytest.approx(accuracy)
-        for modality in figures["modalities"].values():
-            assert modality["value"] == pytest.approx(accuracy)
-        assert figures["accuracy"]["ci95"] == pytest.approx([accuracy, accuracy])  # same answer on every row
+        for modality, found in figures["modalities"].items():
+            expected = EXPECTED_CONSISTENCY.get(modality, accuracy) if dimension == "consistency" else accuracy
+            assert found["value"] == (None if expected is None else pytest.approx(expected)), (dimension, modality)
+        if dimension != "consistency":  # the same answer on every row
+            assert figures["accuracy"]["value"] == pytest.approx(accuracy)
+            for group in figures["groups"].values():
+                assert group["value"] == pytest.approx(accuracy)
+            assert figures["accuracy"]["ci95"] == pytest.approx([accuracy, accuracy])
     assert report["dimensions"]["instruction_following"]["tie_rate"] == pytest.approx(1 / 9)
-    assert report["dimensions"]["overall"]["kendall_tau"] == pytest.approx(1.0)
+    # the right order everywhere; Kendall's tau-b is just under 1 on text rows, which rank 4 and 5 level
+    assert 0.99 < report["dimensions"]["overall"]["kendall_tau"] < 1.0
     assert report["dimensions"]["instruction_following"]["best_of_n"] == 1.0
     assert report["dimensions"]["consistency"]["best_of_n"] == 0.0  # rung 4 scored highest
-    assert report["mean_accuracy"] == pytest.approx(sum(EXPECTED_ACCURACY.values()) / 3)
+    dimensions = report["dimensions"]
+    assert report["mean_accuracy"] == pytest.approx(sum(dimensions[d]["accuracy"]["value"] for d in dimensions) / 3)
 
 
 def test_constant_scores_are_all_ties_hence_all_wrong(bench, fixed, tmp_path):

@@ -147,8 +147,8 @@ def test_phrase_ladder_for_clips():
     rungs = ladder.build_ladder(inst)
     assert [r.transcript for r in rungs] == [
         "play some jazz music now",
-        "play some jazz kitchen lights",
-        "play on the kitchen lights",
+        "play some jazz lights",  # two thirds of B's words in time, then the last third of A's
+        "play some the kitchen lights",  # one third
         "turn on the kitchen lights",
         "what time is it",
     ]

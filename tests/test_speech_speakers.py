@@ -143,7 +143,7 @@ def test_trials_do_not_depend_on_the_trials_made_before(tmp_path):
 def test_a_reused_decoder_still_remembers_the_previous_utterance(tmp_path):
     """Why trials.clips and the speech plugin still take a fresh pocketsphinx decoder per
     alignment: restoring the cepstral mean is not enough, this clip aligns differently after
-    four others than first. When this fails, the `_fresh_aligner` workarounds can go."""
+    four others than first. When this fails, `alignment.forget_previous_utterances` can go."""
     from maskscore_core.speech import align, alignment
 
     before = [

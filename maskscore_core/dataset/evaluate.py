@@ -28,6 +28,7 @@ from tqdm import tqdm
 from .. import plugins, vocab
 from . import reader
 from .metrics import grade_row, summarize
+from .protocol import check_levels
 from .reader import DatasetReadError
 from .scorer_config import ScorerConfig, ScorerConfigError, scorer_version  # noqa: F401 - the eval API
 from .shard import make_context
@@ -129,6 +130,13 @@ def bench_scorer_config(root: Path) -> dict | None:
     return reader.build_config(root).get("scorer_config")
 
 
+def bench_ladder_levels(root: Path) -> dict[str, dict]:
+    """modality -> the ladder levels the bench was built with (`protocol.levels_for`, recorded in
+    its card); a bench that recorded none is graded on the design's levels."""
+    recorded = reader.build_config(root).get("ladder_levels") or {}
+    return {modality: check_levels(table, f"the bench's {modality} ladder levels") for modality, table in recorded.items()}
+
+
 def stored_results(root: Path, config: ScorerConfig, modalities=None) -> dict:
     """The bench's stored scores as results of `config`, by (modality, key); reads no asset."""
     results: dict[tuple[str, str], dict] = {}
@@ -154,11 +162,13 @@ def evaluate(root: Path, config: ScorerConfig, cache_path: Path, modalities=None
     else:
         results = score_bench(root, config, ResultCache(cache_path), modalities, progress)
     outcomes = []
+    levels = bench_ladder_levels(root)
     for modality, row in reader.iter_rows(root, modalities):
         record = results[(modality, row["key"])]
         scores = record["scores"][row["dimension"]] if "scores" in record else None
         rungs = list(range(1, len(reader.candidate_values(modality, row)) + 1))
-        outcomes.append(grade_row(modality, row["task_type"], row["dimension"], row["key"], scores, rungs))
+        outcomes.append(grade_row(modality, row["task_type"], row["dimension"], row["key"], scores, rungs,
+                                  levels.get(modality)))  # fmt: skip
     failures = sorted({f"{m}/{k}: {r['error']}" for (m, k), r in results.items() if "error" in r})
     summary = summarize(outcomes, seed=config.seed, resamples=resamples)
     return {

@@ -33,27 +33,33 @@ class RowOutcome:
     correct: int
     ties: int
     failed: bool
-    tau: float | None  # None for failed rows; 0.0 where scores are constant (no association)
+    tau: float | None  # None for failed rows and rows ranking no pair; 0.0 where scores are constant
     best_hit: bool  # the top-scored candidate is rung 1, alone at the top
 
 
-def grade_row(modality: str, task_type: str, dimension: str, key: str, scores: list[float] | None, rungs: list[int]) -> RowOutcome:
-    """Grade one row's scores (None when the scorer failed) against its ladder."""
-    pairs = graded_pairs(dimension, rungs)
+def grade_row(modality: str, task_type: str, dimension: str, key: str, scores: list[float] | None, rungs: list[int],
+              levels: dict | None = None) -> RowOutcome:
+    """Grade one row's scores (None when the scorer failed) against its ladder, whose expected
+    levels are `levels` (the modality's, `protocol.levels_for`; default the design's)."""
+    pairs = graded_pairs(dimension, rungs, levels)
     if scores is None:
         return RowOutcome(modality, task_type, dimension, key, len(pairs), 0, 0, True, None, False)
     if len(scores) != len(rungs):
         raise ValueError(f"row {key}: {len(scores)} scores for {len(rungs)} candidates")
     correct = sum(1 for b, w in pairs if scores[b] > scores[w])
     ties = sum(1 for b, w in pairs if scores[b] == scores[w])
-    levels = expected_levels(dimension, rungs)
+    expected = expected_levels(dimension, rungs, levels)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tau = float(kendalltau(scores, [-level for level in levels]).statistic)
+        tau = float(kendalltau(scores, [-level for level in expected]).statistic)
     top = max(scores)
     winners = [i for i, s in enumerate(scores) if s == top]
     hit = len(winners) == 1 and rungs[winners[0]] == 1
-    return RowOutcome(modality, task_type, dimension, key, len(pairs), correct, ties, False, 0.0 if math.isnan(tau) else tau, hit)
+    if not pairs:  # nothing is ranked on this dimension (text's consistency): no association to report
+        tau = None
+    elif math.isnan(tau):
+        tau = 0.0
+    return RowOutcome(modality, task_type, dimension, key, len(pairs), correct, ties, False, tau, hit)
 
 
 def _figures(weights: np.ndarray, correct: np.ndarray, pairs: np.ndarray, cells: np.ndarray, shape: tuple[int, int]):
@@ -121,7 +127,7 @@ def summarize_dimension(outcomes: list[RowOutcome], seed: int, resamples: int = 
         "task_types": {t: figure(per_task[:, i]) for i, t in enumerate(tasks)},
         "groups": groups,
         "modalities": {m: figure(_mean(per_cell[:, i, :], axis=1)) for i, m in enumerate(modalities)},
-        "kendall_tau": float(np.mean([o.tau for o in graded])) if graded else None,
+        "kendall_tau": float(np.mean([o.tau for o in graded if o.tau is not None])) if any(o.tau is not None for o in graded) else None,
         "best_of_n": sum(o.best_hit for o in outcomes) / len(outcomes),
     }
 

@@ -44,10 +44,14 @@ class BuildSummary:
 def content_config(config: BuildConfig) -> dict:
     """What decides the dataset's bytes, plus (scored splits) the full configuration of the scorer
     that labelled the rows, version included, so `maskscore eval` can tell when the stored scores
-    are the results it is asked for."""
+    are the results it is asked for, and the ladder levels the bench is graded on."""
+    from .protocol import levels_for
+
     register_plugin_modules(config.plugin_modules)
     scorer = for_build(config.scorer, config.views, config.resolution, config.seed) if config.scored else None
-    return {**config.content_config(), "scorer_config": scorer.as_dict() if scorer else None}
+    # The labels: how each modality's rungs are expected to rank (`protocol.levels_for`).
+    levels = {m: {d: {str(r): v for r, v in t.items()} for d, t in levels_for(m).items()} for m in config.modalities}
+    return {**config.content_config(), "scorer_config": scorer.as_dict() if scorer else None, "ladder_levels": levels}
 
 
 def _claim_directory(config: BuildConfig, content: dict) -> None:

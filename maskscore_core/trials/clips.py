@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import speech
+from ..speech.alignment import forget_previous_utterances
 from ..body import get_body_model
 from ..records import FACIAL_ACTIONS, SOMA_BONES, Appearance, BodyState, Frame, Subject, Trial
 from .subjects import changed_accessories
@@ -51,20 +52,6 @@ class ClipError(ValueError):
 def wav_duration_s(path: Path) -> float:
     with wave.open(str(path), "rb") as handle:
         return handle.getnframes() / handle.getframerate()
-
-
-def _fresh_aligner() -> None:
-    """Workaround: speech.align reuses one pocketsphinx decoder, and restoring its cepstral mean
-    per utterance is not enough to make it forget the previous utterance: measured, "when does
-    the sun rise tomorrow" in en-gb aligns differently after another clip than first (restoring
-    the mean before both passes too); some other decoder state carries over. Dropping the cached
-    decoder makes every alignment start from the same state, so a trial does not depend on the
-    trials made before it (without it tests/test_trials.py's byte-identical check fails)."""
-    from ..speech import alignment
-
-    cached = getattr(alignment, "_decoder", None)
-    if hasattr(cached, "cache_clear"):
-        cached.cache_clear()
 
 
 def _bump(t: np.ndarray, centre: float, width: float) -> np.ndarray:
@@ -166,7 +153,7 @@ def make_trial(
     wav_path = Path(workdir) / "audio" / f"{trial_id}.wav"
     speech.synthesize(transcript, subject.voice, wav_path)
     duration = wav_duration_s(wav_path)
-    _fresh_aligner()
+    forget_previous_utterances()  # a trial must not depend on the trials made before it
     phones = speech.align(wav_path, transcript)
     visemes = np.asarray(speech.activations_from_phones(phones, fps, duration), dtype=np.float64)
     if visemes.ndim != 2 or visemes.shape[1] != FACIAL_ACTIONS or len(visemes) < 2:

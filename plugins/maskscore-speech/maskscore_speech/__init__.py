@@ -8,6 +8,7 @@ from maskscore_core.records import Asset, PluginInfo
 from maskscore_core.speech.spoken_mesh import sampled_frame_count
 
 from .representation import (
+    LADDER_LEVELS,
     MODALITY,
     SUFFIX,
     SpeechAssetError,
@@ -49,6 +50,12 @@ def decode_to_mesh(asset, instance, ctx):
 def decode_reference(modality, instance, which, ctx):
     if modality == MODALITY:
         return decode_target(instance, which, sampled_frame_count(ctx))
+
+
+@hookimpl
+def ladder_levels(modality):
+    if modality == MODALITY:
+        return LADDER_LEVELS
 
 
 @hookimpl

@@ -28,6 +28,17 @@ SAMPLE_RATE = 16_000
 SUFFIX = ".wav"
 
 
+# How this modality's rungs rank (the `ladder_levels` hook; dataset.protocol): audio moves only
+# the mouth, so rung 4 ("another part edited") is frame A's own words in frame A's voice, which
+# leave the rest as frame A has it: level with rungs 1-3 on consistency. Rung 5 speaks in another
+# voice, so on another body. instruction_following and overall keep the design's order.
+LADDER_LEVELS = {
+    "instruction_following": {1: 0, 2: 1, 3: 2, 4: 3, 5: 3},
+    "consistency": {1: 0, 2: 0, 3: 0, 4: 0, 5: 1},
+    "overall": {1: 0, 2: 1, 3: 2, 4: 3, 5: 4},
+}
+
+
 class SpeechAssetError(ValueError):
     """A waveform that cannot be used (empty, not 1-D, NaN, out of range, wrong rate)."""
 
@@ -100,23 +111,11 @@ def audio_activations(waveform: Waveform, phrase: str, fps: float) -> np.ndarray
     """(T, 52) facial activations driven by the waveform: its phones, aligned by pocketsphinx
     against `phrase`, turned into visemes and actions at `fps`."""
     from maskscore_core.speech import activations_from_phones
-    from maskscore_core.speech.alignment import align_samples
+    from maskscore_core.speech.alignment import align_samples, forget_previous_utterances
 
-    _fresh_aligner()
+    forget_previous_utterances()  # scores must not depend on the candidates decoded before
     phones = align_samples(waveform.samples, phrase, source="speech candidate")
     return np.asarray(activations_from_phones(phones, fps, waveform.duration_s), dtype=np.float64)
-
-
-def _fresh_aligner() -> None:
-    """Workaround (as in trials.clips): pocketsphinx's cached decoder keeps some state from one
-    utterance to the next even with its cepstral mean restored, so a candidate's activations
-    would depend on the candidates decoded before it. A fresh decoder per alignment keeps scores
-    independent of order."""
-    from maskscore_core.speech import alignment
-
-    cached = getattr(alignment, "_decoder", None)
-    if hasattr(cached, "cache_clear"):
-        cached.cache_clear()
 
 
 def decode_waveform(waveform: Waveform, instance: EditInstance, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:

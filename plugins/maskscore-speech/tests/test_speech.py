@@ -6,7 +6,8 @@ import attrs
 import numpy as np
 import pytest
 
-from maskscore_core.testing import check_modality_plugin_alone
+from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES
+from maskscore_core.testing import check_modality_plugin_alone, misordered_pairs
 from maskscore_core import plugins, schemas
 from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
 
@@ -48,7 +49,7 @@ def test_audio_decodes_to_face_motion_on_frame_a_body(ctx):
     assert acts.shape == (40, 52)  # on the timeline of the longer clip (B: 40 frames)
     assert acts[:, get_body_model().action_index("jawOpen")].max() > 0.1  # the mouth moves
     assert not acts[:, get_body_model().action_index("eyeBlinkLeft")].any()  # speech moves only mouth and jaw
-    assert len(decoded.frames) == 4
+    assert len(decoded.frames) == DEFAULT_SAMPLED_FRAMES
     # The same words in another voice: other timings, so other activations.
     other_voice = attrs.evolve(instance.b, subject=attrs.evolve(instance.b.subject, voice="en-gb"))
     other = plugins.call("encode", MODALITY, modality=MODALITY, target=other_voice, ctx=ctx)
@@ -206,12 +207,6 @@ def _ladder_scores(instance, ctx):
     return candidates, scores
 
 
-def _kendall_tau(scores) -> float:
-    """Agreement of the scores' order with the ladder's (rung 1 best): 1 = the ladder exactly."""
-    pairs = [(i, j) for i in range(len(scores)) for j in range(i + 1, len(scores))]
-    return sum(1 if scores[i] > scores[j] else -1 for i, j in pairs) / len(pairs)
-
-
 # Seed 0's three subjects speak in en-us+belinda, en-us+aunty and en+travis (voices are dealt
 # without replacement, see trials.subjects), which the speaker matcher tells apart, so rung 5 is
 # decoded onto the other subject's body in every instance.
@@ -227,22 +222,18 @@ def built_in_trials(tmp_path_factory):
 
 
 def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_trials):
-    """On every instance rung 1 (frame B's phrase) is the best candidate and rung 5 (another
-    subject's voice, identified as theirs and decoded onto that subject's body) the worst; the
-    lip-sync distance of the half mix (rung 2) is below that of A's unchanged words (rung 4);
-    the rungs' order agrees with the ladder on average (mean Kendall tau >= 0.6). Rungs 2-4 are
-    not strictly ordered on overall in every instance: see README.md, known limits."""
+    """On every instance every pair of rungs the speech ladder ranks (`LADDER_LEVELS`: the
+    design's order on instruction_following and overall; on consistency rungs 1-4 level, since
+    audio moves only the mouth, above rung 5) is in that order: rung 1 (frame B's phrase) >
+    rung 2 (two thirds of B's words) > rung 3 (one third) > rung 4 (frame A's words) > rung 5
+    (another subject's voice, identified as theirs and decoded onto that subject's body)."""
     from maskscore_core.edits import make_instances
     from maskscore_speech.speaker_body import speaker_body
 
-    taus = []
     for instance in make_instances(built_in_trials, MODALITY, np.random.default_rng(0), LADDER_INSTANCES):
         assert instance.other is not None and instance.other.subject.voice != instance.a.subject.voice
         candidates, scores = _ladder_scores(instance, ctx)
         # Rung 5 speaks in the other subject's voice, so it is decoded onto their body.
         assert speaker_body(candidates[4].asset.data.samples, instance)[0] == instance.other.subject.subject_id
-        overall = [s.overall for s in scores]
-        assert overall[0] == max(overall) and overall[4] == min(overall), (instance.key, overall)
+        assert misordered_pairs(MODALITY, scores) == [], instance.key
         assert scores[1].distances["if.activation"] < scores[3].distances["if.activation"], instance.key
-        taus.append(_kendall_tau(overall))
-    assert np.mean(taus) >= 0.6, taus

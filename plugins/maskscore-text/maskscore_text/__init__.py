@@ -7,7 +7,7 @@ from maskscore_core import hookimpl
 from maskscore_core.records import Asset, PluginInfo
 from maskscore_core.speech.spoken_mesh import sampled_frame_count
 
-from .representation import MODALITY, check_text, decode_target, decode_text, part_actions
+from .representation import LADDER_LEVELS, MODALITY, check_text, decode_target, decode_text, part_actions
 from .table import SUFFIX, relative_to_root, text_row, write_transcript
 
 
@@ -32,6 +32,12 @@ def decode_to_mesh(asset, instance, ctx):
 def decode_reference(modality, instance, which, ctx):
     if modality == MODALITY:
         return decode_target(instance, which, sampled_frame_count(ctx))
+
+
+@hookimpl
+def ladder_levels(modality):
+    if modality == MODALITY:
+        return LADDER_LEVELS
 
 
 @hookimpl

@@ -1,11 +1,11 @@
 """The text representation: a transcript, and the mouth motion it implies.
 
-Text reaches the mesh through speech without sound: the transcript's phones (pocketsphinx's
-pronouncing dictionary), laid out with default durations, become visemes and then ANNY facial
-activations (T, 52) at the video frame rate (`maskscore_core.speech`). The representative mesh is
-frame A's body (phenotype, pose) wearing the text-derived expression at frame B's time. A
-transcript has no voice, so unlike speech it cannot say who speaks: every text candidate, the
-other subject's words (ladder rung 5) included, is decoded onto frame A's body.
+Text reaches the mesh through speech: the transcript is spoken in frame A's subject's voice
+(espeak-ng) and its phones timed by pocketsphinx, then visemes and ANNY facial activations
+(T, 52) at the video frame rate (`maskscore_core.speech.face_drive.voiced_text_activations`):
+the words fix the mouth shapes, the voice their pace. A transcript has no voice of its own, so
+unlike speech it cannot say who speaks: every text candidate, the other subject's words (ladder
+rung 5) included, is decoded onto frame A's body.
 """
 
 from __future__ import annotations
@@ -18,6 +18,17 @@ from maskscore_core.records import Decoded, EditInstance, Target
 from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES, decode_activations, spoken_part_actions
 
 MODALITY = "text"
+
+
+# How this modality's rungs rank (the `ladder_levels` hook; dataset.protocol): a transcript moves
+# only the mouth and has no voice, so every candidate speaks on frame A's body and leaves the
+# rest as it is (consistency: all level), and rung 5 (another subject's words) is just other words,
+# level with rung 4 (frame A's words): 1 > 2 > 3 > {4, 5}.
+LADDER_LEVELS = {
+    "instruction_following": {1: 0, 2: 1, 3: 2, 4: 3, 5: 3},
+    "consistency": {1: 0, 2: 0, 3: 0, 4: 0, 5: 0},
+    "overall": {1: 0, 2: 1, 3: 2, 4: 3, 5: 3},
+}
 
 
 class TextError(ValueError):
@@ -35,31 +46,19 @@ def check_text(value, what: str = "transcript") -> str:
     return value
 
 
-def text_activations(text: str, fps: float) -> np.ndarray:
-    """(T, 52) facial activations implied by `text` spoken at the default phone durations."""
-    from maskscore_core import speech
-
-    return np.asarray(speech.text_activations(check_text(text), fps), dtype=np.float64)
-
-
-def representative_frame(instance: EditInstance) -> int:
-    """The frame whose expression the representative mesh shows: frame B's middle frame."""
-    return len(instance.b.states) // 2
-
-
 def video_activations(target: Target) -> np.ndarray:
     """The truth a text candidate is held to: the target clip's per-frame expressions."""
     return np.stack([state.expression for state in target.states])
 
 
 def decode_text(text: str, instance: EditInstance, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:
-    """Text carries no timing: its phones, in order with their default relative durations, are
-    spread over frame B's clip (the clip the instruction's phrase is spoken in), so the
-    comparison is about the sequence of mouth shapes, not a speaking rate text cannot know."""
-    from maskscore_core.speech.agreement import time_normalise
+    """Text carries no timing: its words are spoken in frame A's subject's voice (espeak-ng) and
+    timed by pocketsphinx (`speech.face_drive.voiced_text_activations`), so they move the mouth
+    at the pace that voice gives them, on frame A's body."""
+    from maskscore_core.speech.face_drive import voiced_text_activations
 
-    paced = time_normalise(text_activations(text, instance.a.fps), len(instance.b.states))
-    return decode_activations(instance, paced, frames)
+    voiced = voiced_text_activations(text, instance.a.subject.voice, instance.a.fps)
+    return decode_activations(instance, voiced, frames)
 
 
 def decode_target(instance: EditInstance, which: str, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core.testing import check_modality_plugin_alone
+from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES
+from maskscore_core.testing import check_modality_plugin_alone, misordered_pairs
 from maskscore_core import plugins, schemas
 from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
 
@@ -47,7 +48,7 @@ def test_text_decodes_to_mouth_motion_on_frame_a_body(ctx):
     assert acts.shape == (40, 52)  # on the timeline of the longer clip (B: 40 frames)
     assert acts[:, get_body_model().action_index("jawOpen")].max() > 0.1  # the mouth moves
     assert not acts[:, get_body_model().action_index("eyeBlinkLeft")].any()  # text moves only mouth and jaw
-    assert len(decoded.frames) == 4
+    assert len(decoded.frames) == DEFAULT_SAMPLED_FRAMES
     other = plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, "turn on the lights"), instance=instance, ctx=ctx)
     assert not np.allclose(other.activations, acts)
 
@@ -126,17 +127,10 @@ def test_other_modalities_are_not_answered(ctx):
 
 
 def _ladder_scores(instance, ctx):
-    """Overall scores of the frame-pair editor's five rungs under the built-in render-compare."""
+    """The frame-pair editor's five rungs scored by the built-in render-compare."""
     candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality=MODALITY, instance=instance, ctx=ctx)
     assert [c.rung for c in candidates] == [1, 2, 3, 4, 5]
-    scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
-    return [s.overall for s in scores]
-
-
-def _kendall_tau(scores) -> float:
-    """Agreement of the scores' order with the ladder's (rung 1 best): 1 = the ladder exactly."""
-    pairs = [(i, j) for i in range(len(scores)) for j in range(i + 1, len(scores))]
-    return sum(1 if scores[i] > scores[j] else -1 for i, j in pairs) / len(pairs)
+    return plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
 
 
 @pytest.fixture(scope="module")
@@ -148,18 +142,24 @@ def built_in_trials(tmp_path_factory):
 
 
 def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_trials):
-    """On every instance rung 1 (frame B's phrase) is the best candidate and rung 4 (A's own
-    words: the mouth not edited) scores below every mouth edit (rungs 1-3); the rungs' order
-    agrees with the ladder on average (mean Kendall tau >= 0.6). A transcript has no voice, so
-    rung 5 (another subject's words) is decoded onto frame A's body like any other words, and
-    is not ordered against rung 4; rungs 2 and 3 swap where word boundaries are coarse: see
-    README.md, known limits."""
+    """Text's ladder (`LADDER_LEVELS`): 1 > 2 > 3 > {4, 5} on instruction_following and overall.
+    On every instance rung 1 (frame B's phrase) > rung 2 (two thirds of B's words) > rung 3 (one
+    third) > rung 4 (frame A's words), and rung 1 is the one best candidate; of all the pairs the
+    ladder ranks, at least 85 % are in that order. Not every pair on every instance: rung 5 is
+    another subject's words spoken on frame A's body (a transcript has no voice), and another
+    phrase can share more mouth shapes with B's than a third of B's words do (README.md)."""
+    from maskscore_core.dataset.protocol import graded_pairs
     from maskscore_core.edits import make_instances
+    from maskscore_text.representation import LADDER_LEVELS
 
-    taus = []
+    graded = wrong = 0
     for instance in make_instances(built_in_trials, MODALITY, np.random.default_rng(0), LADDER_INSTANCES):
-        overall = _ladder_scores(instance, ctx)
-        assert overall[0] == max(overall), (instance.key, overall)
-        assert overall[3] < min(overall[:3]), (instance.key, overall)
-        taus.append(_kendall_tau(overall))
-    assert np.mean(taus) >= 0.6, taus
+        scores = _ladder_scores(instance, ctx)
+        for dimension in ("instruction_following", "overall"):
+            values = [getattr(s, dimension) for s in scores]
+            assert values[0] > values[1] > values[2] > values[3], (instance.key, dimension, values)
+            assert values[0] > values[4], (instance.key, dimension, values)
+            graded += len(graded_pairs(dimension, [1, 2, 3, 4, 5], LADDER_LEVELS))
+        assert all(s.consistency > 0.95 for s in scores), instance.key  # text leaves the rest alone
+        wrong += len(misordered_pairs(MODALITY, scores))
+    assert 1 - wrong / graded >= 0.85, (wrong, graded)
