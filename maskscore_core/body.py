@@ -20,6 +20,10 @@ from .records import FACIAL_ACTIONS, SOMA_BONES, BodyState
 
 RIG = "soma"
 TOPOLOGY = "soma"
+# Bones the head consists of: the head itself and the child bones that move head vertices
+# without moving the head (the jaw and the eyes).
+HEAD_CHILD_BONES: tuple[str, ...] = ("Jaw", "LeftEye", "RightEye")
+HEAD_BONES: tuple[str, ...] = ("Head", "HeadEnd", *HEAD_CHILD_BONES)
 
 
 class BodyModelError(ValueError):
@@ -73,6 +77,16 @@ class BodyModel:
             self._model.vertex_bone_weights.cpu().numpy(),
             self._model.vertex_bone_indices.cpu().numpy(),
         )
+
+    @functools.cached_property
+    def head_weights(self) -> np.ndarray:
+        """(V,) how much each vertex is carried by the head: its skinning weight on HEAD_BONES,
+        clipped to [0, 1] (read-only)."""
+        weights, bones = self.skinning()
+        carried = (weights * np.isin(bones, [self.bone_index(name) for name in HEAD_BONES])).sum(axis=1)
+        carried = np.clip(carried, 0.0, 1.0)
+        carried.flags.writeable = False
+        return carried
 
     def bone_index(self, name: str) -> int:
         try:

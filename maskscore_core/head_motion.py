@@ -1,9 +1,12 @@
 """The head's own rigid motion between two meshes, net of facial actions and the jaw and eyes.
 
 Why not a rigid fit on the hair and ears alone: ANNY's facial actions move those vertices too,
-almost rigidly (jawOpen by ~1 mm, eyeLookIn by ~0.5 mm, browDown by ~0.1 mm), so such a fit
+almost rigidly (jawOpen by ~1.5 mm, eyeLookIn by ~0.5 mm, browDown by ~0.1 mm), so such a fit
 reads a mouth edit as a head motion of about a millimetre, the size of a real 0.5-degree turn.
-The metric would then re-render every candidate of a mouth edit "aligned", for nothing.
+The metric would then re-render every candidate of a mouth edit "aligned", for nothing. The
+reference mesh holds the skull still for the states it makes (`reference_mesh`, whose fields
+D_k below are), but a mesh from elsewhere (a .glb from another ANNY pipeline) may carry the
+pull, and a face decoded from keypoints only approximates the fields.
 
 What is fitted instead: on every vertex the head carries (head skinning weight 1; minus the
 edited part's own vertices when no facial action drives it: hair and ears), the displacement
@@ -32,9 +35,8 @@ import functools
 import attrs
 import numpy as np
 
-# Child bones of the head that move head vertices without moving the head.
-HEAD_CHILD_BONES: tuple[str, ...] = ("Jaw", "LeftEye", "RightEye")
-HEAD_BONES: tuple[str, ...] = ("Head", "HeadEnd", *HEAD_CHILD_BONES)
+from .body import HEAD_CHILD_BONES
+
 # A vertex counts as carried by the head when its head skinning weight is at least this.
 CARRIED = 0.999
 GAUSS_NEWTON_STEPS = 4
@@ -65,12 +67,14 @@ def _model() -> _Model:
     from .records import FACIAL_ACTIONS, BodyState
     from .reference_mesh import get_reference_mesh
 
-    body = get_reference_mesh().body
-    out = body.forward([BodyState()] + [BodyState(expression=np.eye(FACIAL_ACTIONS)[k]) for k in range(FACIAL_ACTIONS)])
+    mesh = get_reference_mesh()
+    body = mesh.body
+    # The fields of the meshes MaskScore renders: facial actions with the skull held still.
+    out = mesh.anny_posed([BodyState()] + [BodyState(expression=np.eye(FACIAL_ACTIONS)[k]) for k in range(FACIAL_ACTIONS)])
     rest = out["vertices"][0]
     weights, bones = body.skinning()
     per_bone = {name: (weights * (bones == body.bone_index(name))).sum(axis=1) for name in HEAD_CHILD_BONES}
-    carried = np.clip((weights * np.isin(bones, [body.bone_index(name) for name in HEAD_BONES])).sum(axis=1), 0.0, 1.0)
+    carried = body.head_weights
     return _Model(
         head_weight=carried,
         head_ids=np.flatnonzero(carried >= CARRIED),
@@ -84,18 +88,6 @@ def _model() -> _Model:
 def head_weights() -> np.ndarray:
     """(V,) how much each ANNY vertex is carried by the head: its skinning weight on HEAD_BONES."""
     return _model().head_weight
-
-
-def _kabsch(source: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """Rotation R minimising |R (source - mean) - (target - mean)|^2 (no reflection)."""
-    u, _s, vt = np.linalg.svd((source - source.mean(axis=0)).T @ (target - target.mean(axis=0)))
-    sign = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
-    return vt.T @ np.diag([1.0, 1.0, sign]) @ u.T
-
-
-def rigid_fit(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(R, source centre, target centre) with R (source - source centre) + target centre ~= target."""
-    return _kabsch(source, target), source.mean(axis=0), target.mean(axis=0)
 
 
 def rotation_matrix(rotvec: np.ndarray) -> np.ndarray:
@@ -131,6 +123,7 @@ def head_frame(vertices_a: np.ndarray, part: str | None = None) -> HeadFrame:
     """Prepare frame A (its ANNY vertices first, accessory vertices after are ignored); the
     edited `part`'s own vertices are left out of the fit, since the edit may reshape them."""
     from . import parts
+    from .reference_mesh import rigid_fit
 
     model = _model()
     count = len(model.rest)
@@ -149,7 +142,7 @@ def head_frame(vertices_a: np.ndarray, part: str | None = None) -> HeadFrame:
     points = vertices_a[ids]
     centre = points.mean(axis=0)
     # Frame A's head orientation relative to the reference subject turns the fields with it.
-    turn = _kabsch(model.rest[model.head_ids], vertices_a[model.head_ids])
+    turn = rigid_fit(model.rest[model.head_ids], vertices_a[model.head_ids])[0]
     ref_centre = model.rest[model.head_ids].mean(axis=0)
     head_centre = vertices_a[model.head_ids].mean(axis=0)
     columns = _cross_columns(points, centre) + [np.broadcast_to(axis, points.shape) for axis in np.eye(3)]

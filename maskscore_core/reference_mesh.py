@@ -4,6 +4,17 @@ The renderer needs one fixed topology so that one Mitsuba scene serves every can
 reference mesh is ANNY's SOMA mesh followed by one slot per procedural accessory (glasses, hat,
 earrings, scarf; see `accessories`). An absent accessory's vertices collapse onto one point, so
 its triangles are degenerate and invisible, while the topology stays the same.
+
+Facial actions keep off the skull. ANNY's facial actions are not confined to the face: at full
+strength jawOpen also moves the back of the head by 1.5 mm and the ears by 1.2 mm, cheekPuff by
+0.9 mm, mouthSmile by 0.7 mm (and the Jaw and Head bones they regress with it), and the hat and
+earrings, placed from landmarks and bones of the head, follow. A face's expression does not move
+its skull; render-and-compare would read that pull as a change of "the rest" in every edit of
+the mouth or face (consistency), most of all on a hat's brim. So the mesh of a state with facial
+actions is moved rigidly to put its skull (the front hair, back hair and ears vertices, Kabsch)
+back where the same state without facial actions has it, each vertex by its head skinning
+weight (the neck bends smoothly in between), and its accessories are placed from that resting
+state's bones. The actions' own deformation is kept (`anny_posed`).
 """
 
 from __future__ import annotations
@@ -11,10 +22,11 @@ from __future__ import annotations
 import functools
 from typing import Sequence
 
+import attrs
 import numpy as np
 
 from .body import BodyModel, get_body_model
-from .records import BodyState
+from .records import FACIAL_ACTIONS, BodyState
 from .vocab import ACCESSORY_PARTS
 
 
@@ -36,9 +48,28 @@ class ReferenceMesh:
         self.vertex_count = offset
         self.anny_face_count = len(body.faces)
 
+    def anny_posed(self, states: Sequence[BodyState]) -> dict[str, np.ndarray]:
+        """ANNY's vertices (B, V, 3) and world bone poses (B, 78, 4, 4) of each state, with
+        facial actions kept off the skull (module docstring); bone poses are those of the state
+        without facial actions."""
+        out = self.body.forward(states)
+        expressive = [i for i, state in enumerate(states) if np.any(state.expression)]
+        if not expressive:
+            return out
+        resting = self.body.forward([attrs.evolve(states[i], expression=np.zeros(FACIAL_ACTIONS)) for i in expressive])
+        skull, weights = _skull_ids(), self.body.head_weights
+        vertices, bone_poses = out["vertices"].copy(), out["bone_poses"].copy()
+        for j, i in enumerate(expressive):
+            moved, rest = vertices[i], resting["vertices"][j]
+            rotation, source_centre, target_centre = rigid_fit(moved[skull], rest[skull])
+            held = (moved - source_centre) @ rotation.T + target_centre
+            vertices[i] = moved + weights[:, None] * (held - moved)
+            bone_poses[i] = resting["bone_poses"][j]
+        return {"vertices": vertices, "bone_poses": bone_poses}
+
     def vertices(self, states: Sequence[BodyState]) -> np.ndarray:
         """(B, V, 3) vertices of the reference mesh for each state."""
-        out = self.body.forward(states)
+        out = self.anny_posed(states)
         anny_vertices, bone_poses = out["vertices"], out["bone_poses"]
         full = np.empty((len(states), self.vertex_count, 3))
         full[:, : self.anny_vertex_count] = anny_vertices
@@ -77,6 +108,23 @@ class ReferenceMesh:
             # A bare ANNY mesh: accessory slots collapse (no accessories).
             arr = np.concatenate([arr, np.repeat(arr[:1], self.vertex_count - self.anny_vertex_count, axis=0)])
         return arr
+
+
+@functools.cache
+def _skull_ids() -> np.ndarray:
+    """ANNY vertices of the skull, which facial actions must not move: hair region and ears."""
+    from .parts import part_vertex_ids
+
+    return np.unique(np.concatenate([part_vertex_ids(part) for part in ("front hair", "back hair", "ears")]))
+
+
+def rigid_fit(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(R, source centre, target centre) with R (source - source centre) + target centre ~= target
+    in the least-squares sense (Kabsch, no reflection)."""
+    source_centre, target_centre = source.mean(axis=0), target.mean(axis=0)
+    u, _s, vt = np.linalg.svd((source - source_centre).T @ (target - target_centre))
+    sign = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
+    return vt.T @ np.diag([1.0, 1.0, sign]) @ u.T, source_centre, target_centre
 
 
 @functools.cache

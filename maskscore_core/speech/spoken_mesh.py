@@ -5,15 +5,13 @@ Candidates and references alike put their mouth and jaw activations on a clip of
 identified another speaker from the voice (`speakers.identify`), in which case that speaker's
 enrolled clip, or a neutral body for a voice nobody enrolled has. Since references and frame A's
 own speech use frame A's clip, render-and-compare sees the mouth, not the head motion that
-differs between two clips; and each speaking frame keeps the skull where its resting face has
-it (`spoken_vertices`), so what moves is the mouth and jaw alone. Shared by the speech and text
-modality plugins.
+differs between two clips (and the reference mesh keeps the skull still while the mouth moves,
+`reference_mesh`). Shared by the speech and text modality plugins.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 
 import attrs
 import numpy as np
@@ -82,78 +80,6 @@ def _speaking(state, row: np.ndarray):
     return attrs.evolve(state, expression=expression)
 
 
-def _state_key(state) -> tuple:
-    """Everything about a body state that shapes its mesh, hashable."""
-    return (
-        state.pose.tobytes(), state.translation.tobytes(), state.expression.tobytes(),
-        tuple(sorted(state.phenotype.items())), tuple(state.accessories), tuple(sorted(state.part_scale.items())),
-    )  # fmt: skip
-
-
-_RESTING_KEPT = 512
-_resting: dict[tuple, np.ndarray] = {}
-_resting_lock = threading.Lock()
-
-
-def _at_rest(state) -> np.ndarray:
-    """The mesh of `state` with its mouth and jaw at rest (read-only). Kept for the last
-    _RESTING_KEPT body states: every candidate and reference of a clip speaks on the same few."""
-    resting = _speaking(state, np.zeros(len(state.expression)))
-    key = _state_key(resting)
-    with _resting_lock:
-        found = _resting.get(key)
-    if found is not None:
-        return found
-    vertices = _mesh(resting)
-    vertices.flags.writeable = False
-    with _resting_lock:
-        if len(_resting) >= _RESTING_KEPT:
-            _resting.pop(next(iter(_resting)))
-        _resting[key] = vertices
-    return vertices
-
-
-@functools.cache
-def _steady_layout() -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
-    """(skull vertex ids, per-vertex head weight, head accessory vertex ranges) of the reference
-    mesh: what speaking must leave in place."""
-    from .. import head_motion, parts
-    from ..reference_mesh import get_reference_mesh
-    from ..render_compare import HEAD_ACCESSORY_PARTS
-
-    mesh = get_reference_mesh()
-    skull = np.unique(np.concatenate([parts.part_vertex_ids(p) for p in ("front hair", "back hair", "ears")]))
-    weights = np.zeros(mesh.vertex_count)
-    weights[: mesh.anny_vertex_count] = head_motion.head_weights()
-    worn = [mesh.slot_ranges[slot.name] for slot in mesh.slots if slot.part in HEAD_ACCESSORY_PARTS]
-    return skull, weights, worn
-
-
-def spoken_vertices(state, row: np.ndarray) -> np.ndarray:
-    """The mesh of `state` speaking `row`, with the skull and what is worn on the head left where
-    they are with the mouth at rest.
-
-    ANNY's mouth and jaw actions also pull the whole skull by up to ~1.5 mm (jawOpen), and the
-    hat, glasses and earrings, placed from landmarks on the skull, follow it. Speaking moves the
-    mouth and jaw, not the head: left in, that pull would read as a change of "the rest" in every
-    candidate that says other words than frame A (render-and-compare's consistency), and the more
-    so the more it speaks. So the speaking mesh is moved rigidly to put its skull (hair region and
-    ears) back onto the resting one, each vertex by its head skinning weight, and head
-    accessories are taken from the resting mesh.
-    """
-    from ..head_motion import rigid_fit
-
-    speaking = _mesh(_speaking(state, row))
-    rest = _at_rest(state)
-    skull, weights, worn = _steady_layout()
-    rotation, source_centre, target_centre = rigid_fit(speaking[skull], rest[skull])
-    steady = (speaking - source_centre) @ rotation.T + target_centre
-    out = speaking + weights[:, None] * (steady - speaking)
-    for start, stop in worn:
-        out[start:stop] = rest[start:stop]
-    return out
-
-
 def timeline_length(instance: EditInstance) -> int:
     """Frames of the comparison timeline: the longer of the two clips (at the clips' frame rate)."""
     return max(len(instance.a.states), len(instance.b.states))
@@ -193,7 +119,7 @@ def decode_activations(instance: EditInstance, activations: np.ndarray, count: i
     body = np.round(np.linspace(0, len(states) - 1, length)).astype(int)
     picked = sampled_rows(length, count)
     return Decoded(
-        vertices=spoken_vertices(states[body[length // 2]], acts[length // 2]),
-        frames=tuple(spoken_vertices(states[body[r]], acts[r]) for r in picked),
+        vertices=_mesh(_speaking(states[body[length // 2]], acts[length // 2])),
+        frames=tuple(_mesh(_speaking(states[body[r]], acts[r])) for r in picked),
         activations=spoken_only(acts),
     )

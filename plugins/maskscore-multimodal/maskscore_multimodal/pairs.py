@@ -19,9 +19,17 @@ sockets; speech and text move only the mouth), and, for pose, when bones carry e
 action of the part (the gaze of the irides, the neck's bones; not the lips, cheeks or brows,
 which a pose leaves at frame A: maskscore-pose's README). A path that drops part of the edit
 would make frame B's reference (or a candidate) something other than frame B's part, and the
-comparison across paths would measure that loss instead of the edit. Pairs per part: mouth 12
-(inputs depth, keypoints, speech, text, video; outputs depth, keypoints, video), face 6,
-eyebrow 6, irides 1 (pose->video), neck 9 (inputs depth, keypoints, pose, video).
+comparison across paths would measure that loss instead of the edit.
+
+An output must also be one the metric can judge for the part (`scorable_output`): a neck edit
+turns the head, and render-and-compare measures consistency against frame A carried along to
+the candidate's head (`render_compare.NO_ALIGN_PARTS`), which needs the candidate's vertices. A
+depth map has none, so the turn the edit asks for counted against it (measured: rung 1's
+consistency 0.37, rung 4 above rungs 1-3 on overall); depth is no output for the neck.
+
+Pairs per part: mouth 12 (inputs depth, keypoints, speech, text, video; outputs depth,
+keypoints, video), face 6, eyebrow 6, irides 1 (pose->video), neck 6 (inputs depth, keypoints,
+pose, video; outputs keypoints, video).
 `ctx.config["multimodal_pair"] = "pose->video"` pins a pair (for tests and ablations).
 """
 
@@ -42,6 +50,8 @@ OUTPUT_PATHS: tuple[str, ...] = ("depth", "keypoints", "video")
 # Parts whose every facial action and bone a SOMA pose carries (maskscore-pose: Jaw, LeftEye and
 # RightEye carry jawOpen, jawLeft/Right and the eight eyeLook actions; the neck is bones only).
 POSE_CARRIED_PARTS: tuple[str, ...] = ("irides", "neck")
+# Paths whose candidates decode to render space (maps, no vertices): the metric cannot re-render them.
+RENDER_SPACE_PATHS: tuple[str, ...] = ("depth",)
 
 
 class PairError(ValueError):
@@ -77,10 +87,18 @@ def carries(path: str, part: str) -> bool:
     return path != "pose" or part in POSE_CARRIED_PARTS
 
 
+def scorable_output(path: str, part: str) -> bool:
+    """Whether render-and-compare can judge `path`'s candidates of `part` (module docstring):
+    not a render-space path (depth maps) for a part whose edit carries the head."""
+    from maskscore_core.render_compare import NO_ALIGN_PARTS
+
+    return not (path in RENDER_SPACE_PATHS and part in NO_ALIGN_PARTS)
+
+
 def eligible_pairs(part: str) -> list[Pair]:
     """Every (input, output) pair a row editing `part` may compare, in a fixed order."""
     inputs = [m for m in PATHS if carries(m, part)]
-    outputs = [m for m in OUTPUT_PATHS if carries(m, part)]
+    outputs = [m for m in OUTPUT_PATHS if carries(m, part) and scorable_output(m, part)]
     return [Pair(i, o) for o in outputs for i in inputs if i != o]
 
 
