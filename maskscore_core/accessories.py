@@ -13,8 +13,13 @@ without changing the reference mesh: `glasses_round`/`glasses_square` (superelli
 A `BodyState` wears an accessory by listing its variant name in `state.accessories` (at most one
 per slot). An absent accessory collapses onto one point inside the head (the Head bone's
 origin): its triangles are degenerate and invisible while the topology stays fixed.
-`state.part_scale[slot.part]` scales a worn accessory about its centroid (the ladder uses it
-for the in-between rungs of part edits).
+`state.part_scale[slot.part]` is a worn accessory's size (the ladder uses it for the in-between
+rungs of part edits), applied where the accessory is worn so that a smaller one is still seen:
+a scarf gets thinner around the neck, a hat's crown lower and its brim narrower on the same band,
+an earring smaller from the same lobe, glasses smaller about their centre. Scaled about its
+centroid a half-size scarf sank inside the neck, half-size earrings inside the head (their
+centroid is between the ears) and a half-size hat inside the skull, so "half an accessory"
+rendered as none (`SIZED_PARAMETERS`).
 
 Landmarks (SOMA topology vertex ids, found as the most lateral head vertex and the lowest
 lateral ear vertex of the default subject, mirrored): ear tops 5824 (left, +X) and 10289
@@ -276,6 +281,15 @@ VARIANTS: dict[str, dict[str, dict]] = {
     "scarf": {"scarf_thick": {"thickness": 0.026}, "scarf_thin": {"thickness": 0.013}},
 }
 
+# How an accessory's size scales it (`AccessorySlot.place`): these parameters are multiplied by
+# the size (the hat's brim by its extension beyond the band); a slot not listed scales about its
+# centroid.
+SIZED_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "hat": ("crown_height", "brim"),
+    "earrings": ("radius", "thickness"),
+    "scarf": ("thickness",),
+}
+
 SLOT_PARTS: dict[str, str] = {"glasses": "eyewear", "hat": "headwear", "earrings": "earwear", "scarf": "neckwear"}
 SLOT_BONES: dict[str, str] = {"glasses": "Head", "hat": "Head", "earrings": "Head", "scarf": "Neck1"}
 
@@ -335,12 +349,24 @@ class AccessorySlot:
         if variant is None:
             anchor = bone_poses[body.bone_index("Head")][:3, 3]
             return np.repeat(anchor[None, :], len(self.vertices), axis=0)
-        placed = self._build(VARIANTS[self.name][variant], anny_vertices, bone_poses, body)
-        scale = float(state.part_scale.get(self.part, 1.0))
-        if scale != 1.0:
+        size = float(state.part_scale.get(self.part, 1.0))
+        params = VARIANTS[self.name][variant]
+        if size != 1.0 and self.name in SIZED_PARAMETERS:
+            params = sized(self.name, params, size)
+        placed = self._build(params, anny_vertices, bone_poses, body)
+        if size != 1.0 and self.name not in SIZED_PARAMETERS:
             centre = placed.mean(axis=0)
-            placed = centre + (placed - centre) * scale
+            placed = centre + (placed - centre) * size
         return placed
+
+
+def sized(slot: str, params: dict, size: float) -> dict:
+    """A variant's parameters at `size` (1 = as made): SIZED_PARAMETERS multiplied by it, the hat's
+    brim by its extension beyond the band (a brim factor of 1 is no brim)."""
+    out = dict(params)
+    for name in SIZED_PARAMETERS[slot]:
+        out[name] = 1.0 + (params[name] - 1.0) * size if name == "brim" else params[name] * size
+    return out
 
 
 def _head_builder(build):

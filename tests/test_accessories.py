@@ -101,11 +101,38 @@ def test_variants_share_topology_but_differ_in_shape():
         assert np.abs(a - b).max() > 2e-3, slot.name
 
 
-def test_part_scale_shrinks_a_worn_accessory_about_its_centroid():
+def test_part_scale_shrinks_a_worn_accessory_where_it_is_worn():
+    """Glasses shrink about their centre; a scarf thins around the neck, earrings shrink from
+    their lobes and a hat's crown lowers on the same band: a smaller accessory is still outside
+    the body, where the camera sees it."""
     full = _placed(BodyState(accessories=("glasses_square",)))[0]["glasses"]
     half = _placed(BodyState(accessories=("glasses_square",), part_scale={"eyewear": 0.5}))[0]["glasses"]
     centre = full.mean(axis=0)
     assert np.allclose(half, centre + 0.5 * (full - centre))
+
+    worn = ("scarf_thick", "earrings_hoop", "hat_brimmed")
+    full = _placed(BodyState(accessories=worn))[0]
+    sizes = {"neckwear": 0.5, "earwear": 0.5, "headwear": 0.5}
+    half = _placed(BodyState(accessories=worn, part_scale=sizes))[0]
+    verts, bones, body = _pose(BodyState(accessories=worn))
+    centre, axis, neck_radius = accessories._neck_ring(verts, bones, body)
+    # The scarf gets thinner around the neck and still stands out of it.
+    def radial(v):
+        rel = v - centre
+        return np.linalg.norm(rel - np.outer(rel @ axis, axis), axis=1)
+
+    assert neck_radius + 0.005 < radial(half["scarf"]).max() < radial(full["scarf"]).max()
+    assert np.ptp(half["scarf"] @ axis) == pytest.approx(0.5 * np.ptp(full["scarf"] @ axis), rel=0.05)
+    # Each earring still hangs from its lobe: the top of each ring stays put.
+    for side in (half["earrings"][:, 0] > 0, half["earrings"][:, 0] < 0):
+        top = lambda v: v[side][np.argmax(v[side][:, 1])]  # noqa: E731
+        assert np.linalg.norm(top(half["earrings"]) - top(full["earrings"])) < 4e-3
+    # The hat sits on the same band (the lowest point moves by a few mm: the brim is narrower and
+    # the head is slightly tilted), its top half its crown's height lower.
+    assert half["hat"][:, 1].min() == pytest.approx(full["hat"][:, 1].min(), abs=5e-3)
+    lowered = full["hat"][:, 1].max() - half["hat"][:, 1].max()
+    assert lowered == pytest.approx(0.5 * accessories.VARIANTS["hat"]["hat_brimmed"]["crown_height"], abs=5e-3)
+    assert accessories.sized("hat", {"brim": 1.6, "crown_height": 0.1}, 0.5) == {"brim": 1.3, "crown_height": 0.05}
 
 
 def test_placement_is_deterministic():
