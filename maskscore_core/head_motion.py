@@ -54,8 +54,7 @@ class HeadMotionError(ValueError):
 class _Model:
     """The reference subject's displacement fields, on the ANNY vertices."""
 
-    head_weight: np.ndarray  # (V,) skinning weight on the head's bones, clipped to [0, 1]
-    head_ids: np.ndarray  # (H,) vertices carried by the head (head_weight >= CARRIED)
+    head_ids: np.ndarray  # (H,) vertices carried by the head (BodyModel.head_weights >= CARRIED)
     rest: np.ndarray  # (V, 3) reference subject, neutral
     actions: np.ndarray  # (52, V, 3) displacement of each facial action at 1.0
     bone_weights: np.ndarray  # (3, V) skinning weight of each head child bone
@@ -74,20 +73,13 @@ def _model() -> _Model:
     rest = out["vertices"][0]
     weights, bones = body.skinning()
     per_bone = {name: (weights * (bones == body.bone_index(name))).sum(axis=1) for name in HEAD_CHILD_BONES}
-    carried = body.head_weights
     return _Model(
-        head_weight=carried,
-        head_ids=np.flatnonzero(carried >= CARRIED),
+        head_ids=np.flatnonzero(body.head_weights >= CARRIED),
         rest=rest,
         actions=out["vertices"][1:] - rest,
         bone_weights=np.stack([per_bone[name] for name in HEAD_CHILD_BONES]),
         bone_pivots=np.stack([out["bone_poses"][0][body.bone_index(name)][:3, 3] for name in HEAD_CHILD_BONES]),
     )
-
-
-def head_weights() -> np.ndarray:
-    """(V,) how much each ANNY vertex is carried by the head: its skinning weight on HEAD_BONES."""
-    return _model().head_weight
 
 
 def rotation_matrix(rotvec: np.ndarray) -> np.ndarray:

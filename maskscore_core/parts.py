@@ -392,13 +392,12 @@ def _local_deformation(moved: np.ndarray, rest: np.ndarray, skull: np.ndarray) -
 
     ANNY's facial actions also shift the whole skull slightly (jawOpen by ~1.5 mm), which is not
     the action's own footprint."""
+    from .reference_mesh import rigid_fit
+
     out = np.empty(moved.shape[:2])
-    target = rest[skull]
     for k, mesh in enumerate(moved):
-        source = mesh[skull]
-        u, _s, vt = np.linalg.svd((source - source.mean(axis=0)).T @ (target - target.mean(axis=0)))
-        rotation = vt.T @ np.diag([1.0, 1.0, np.sign(np.linalg.det(vt.T @ u.T)) or 1.0]) @ u.T
-        back = (mesh - source.mean(axis=0)) @ rotation.T + target.mean(axis=0)
+        rotation, source_centre, target_centre = rigid_fit(mesh[skull], rest[skull])
+        back = (mesh - source_centre) @ rotation.T + target_centre
         # Below the neck nothing moves at all: there the raw displacement is the smaller one.
         out[k] = np.minimum(np.linalg.norm(back - rest, axis=1), np.linalg.norm(mesh - rest, axis=1))
     return out
@@ -447,7 +446,8 @@ def part_vertex_ids(part: str) -> np.ndarray:
 
 def region_vertex_ids(part: str) -> np.ndarray:
     """Sorted vertex ids of the part's comparison region: the part plus every vertex one of its
-    own facial actions moves by more than MOVE_FLOOR_M (each action alone at 1.0).
+    own facial actions (each alone at 1.0) deforms by more than REGION_FLOOR_M, net of the
+    action's rigid pull on the skull (module docstring).
 
     Editing a part moves more than the part: opening the mouth carries the chin, raising a brow
     the forehead. Render-and-compare judges that motion as part of the edit (instruction

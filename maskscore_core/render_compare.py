@@ -102,7 +102,7 @@ def _head_weights() -> np.ndarray:
 
     mesh = get_reference_mesh()
     out = np.zeros(mesh.vertex_count)
-    out[: mesh.anny_vertex_count] = head_motion.head_weights()
+    out[: mesh.anny_vertex_count] = mesh.body.head_weights
     for slot in mesh.slots:
         if slot.part in HEAD_ACCESSORY_PARTS:
             start, stop = mesh.slot_ranges[slot.name]

@@ -136,15 +136,17 @@ def small_context(workdir, **config):
 
 
 
-def misordered_pairs(modality: str, scores) -> list[str]:
+def misordered_pairs(modality: str, scores, dimensions=None) -> list[str]:
     """The graded pairs of one ladder's scores (`records.CandidateScore`s of rungs 1-5, in
-    order) that are tied or in the wrong order, on every dimension, by the modality's own ladder
-    levels (`dataset.protocol.levels_for`): [] when the ladder is recovered exactly."""
+    order) that are tied or in the wrong order, on `dimensions` (default: all three), by the
+    modality's own ladder levels (`dataset.protocol.levels_for`): [] when the ladder is
+    recovered exactly."""
+    from . import vocab
     from .dataset.protocol import graded_pairs, levels_for
 
     levels = levels_for(modality)
     wrong = []
-    for dimension in ("instruction_following", "consistency", "overall"):
+    for dimension in vocab.DIMENSIONS if dimensions is None else dimensions:
         values = [getattr(score, dimension) for score in scores]
         for better, worse in graded_pairs(dimension, list(range(1, len(values) + 1)), levels):
             if not values[better] > values[worse]:
