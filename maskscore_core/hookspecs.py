@@ -138,3 +138,15 @@ def score(scorer, instance, candidates, ctx):
     order. Answered by the scorer plugin named `scorer`. A scorer that cannot score raises; it
     never returns a made-up score.
     """
+
+
+@hookspec(firstresult=True)
+def train(trainer, options, ctx):
+    """Train a model (an editor, a reward model, a policy by RL) and write its checkpoint.
+
+    trainer: the trainer's name (`maskscore train editor|reward|rl --trainer NAME`; the
+    defaults are `native-flow`, `reward-model` and `flow-grpo`); options: `dict` of the command's
+    options (out, data, steps, seed, ...); ctx: the run's `Context`. Returns: a `dict` summary
+    (where the checkpoint is, the figures measured), JSON-serialisable. Answered by the plugin
+    that provides the trainer `trainer`; a run that cannot train raises with a one-line reason.
+    """
