@@ -27,7 +27,8 @@ pose, multimodal) pair two frames of one subject (from one trial or two). Sequen
 subject; their Targets hold every frame. The wrong-subject target (`other`) is the same frame
 index (the whole clip, for sequences) of another subject's trial.
 
-Which (part, task type) each modality produces is `TASK_TABLE`; docs/trials.md shows it.
+Which (part, task type) each modality produces is its registered `Modality.task_table`
+(docs/trials.md shows them); this module gives the parts of those tables that modalities share.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import re
 import numpy as np
 
 from . import accessories, vocab
+from .registration import tasks_of
 from .records import BodyState, EditInstance, EditInstruction, Target, Trial
 
 ACTION_DELTA = 0.3
@@ -52,19 +54,6 @@ BACKGROUND_DELTA = 0.1
 REST_POSE_MAX_RAD = 0.02
 HEAD_CARRIER_BONES: tuple[str, ...] = ("Neck1", "Neck2", "Head")
 
-# Instruction templates of seed 000, one per modality.
-TEMPLATES: dict[str, str] = {
-    "text": "change the command to {phrase}",
-    "mesh": "edit the {part} to match frame B",
-    "speech": "resynthesize the {part} to say {phrase}",
-    "multimodal": "match the {part} across modalities to frame B",
-    "keypoints": "refit the {part} landmarks to frame B",
-    "depth": "reconstruct the {part} depth to match frame B",
-    "video": "transition the {part} from frame A to frame B",
-    "pose": "repose the {part} to frame B's expression",
-}
-
-SEQUENCE_MODALITIES: tuple[str, ...] = ("video", "speech", "text")
 # Appearance task types name the kind of change; the backdrop is anchored on the Region part
 # the row names (the whole backdrop is compared, docs/metric.md).
 APPEARANCE_TEMPLATES: dict[str, str] = {
@@ -73,9 +62,10 @@ APPEARANCE_TEMPLATES: dict[str, str] = {
     "background_change": "change the background behind the {part} to match frame B",
 }
 
-# Task type per (modality, part). "part" marks accessory parts, whose task type (part_add,
-# part_remove, part_replace) depends on what frames A and B wear.
-_STATIC_TASKS = {
+# Task type per part, the table a modality that shows every part starts from. "part" marks
+# accessory parts, whose task type (part_add, part_remove, part_replace) depends on what frames A
+# and B wear.
+STATIC_TASKS: dict[str, str] = {
     **{part: "part" for part in vocab.ACCESSORY_PARTS},
     "mouth": "expression_change",
     "face": "expression_change",
@@ -87,24 +77,20 @@ _STATIC_TASKS = {
     "ears": "depth_edit",
     "neck": "region_extract",
 }
-_MOTION_PARTS = ("mouth", "face", "eyebrow", "irides", "neck")
-# A modality only gets parts its representation can show: ANNY's eyes are sockets, so a gaze
-# (irides) edit leaves the depth map unchanged and moves surface keypoints on the socket by a
-# fraction of a millimetre; no SOMA bone carries the brows, so a pose cannot express an eyebrow
-# edit; keypoints are landmarks on the body's surface, and an accessory added, removed or resized
-# is carried by them only roughly (its in-between rungs came out unordered), so keypoints get
-# body parts only.
-_WITHOUT_GAZE = {part: task for part, task in _STATIC_TASKS.items() if part != "irides"}
+# The parts motion task types edit.
+MOTION_PARTS: tuple[str, ...] = ("mouth", "face", "eyebrow", "irides", "neck")
+# ANNY's eyes are sockets: a gaze (irides) edit leaves a depth map unchanged and moves surface
+# keypoints on the socket by a fraction of a millimetre, so those modalities take this table.
+WITHOUT_GAZE: dict[str, str] = {part: task for part, task in STATIC_TASKS.items() if part != "irides"}
 # Appearance task types (seed 000's lighting_change and skin_tone on Surface parts,
-# background_change on Region parts) for the modalities whose representation carries a look: the
-# mesh (.glb vertex colours COLOR_0 and the light and backdrop in the scene's extras). A part's
-# first task type is its geometric one (what an edit of the part is when no task type is asked);
-# the appearance ones are made when asked for (`make_instances(task_types=...)`) and A and B
-# differ in that look (`appearance_change`). The iris takes no skin tone (it has no skin).
-# Video carries the look too (each frame's BodyState, PNG frames shaded with it), on the parts it
-# already edits: a part with no geometric video edit (nose, hair, ears) would have an appearance
-# type as its first, which undirected draws would then make from a geometric change, and it would
-# join the pool the geometric rung 4 picks its wrong part from (`ladder.wrong_part`).
+# background_change on Region parts) for the modalities whose representation carries a look
+# (`with_appearance`). A part's first task type is its geometric one (what an edit of the part is
+# when no task type is asked); the appearance ones are made when asked for
+# (`make_instances(task_types=...)`) and A and B differ in that look (`appearance_change`). The
+# iris takes no skin tone (it has no skin). Add them only to parts the modality already edits
+# geometrically: a part whose first type is an appearance one would be made from a geometric
+# change by undirected draws, and would join the pool rung 4 picks its wrong part from
+# (`ladder.wrong_part`).
 APPEARANCE_TASK_TYPES: tuple[str, ...] = ("lighting_change", "skin_tone", "background_change")
 APPEARANCE_PARTS: dict[str, tuple[str, ...]] = {
     "lighting_change": ("face", "mouth", "eyebrow", "irides", "nose"),
@@ -113,7 +99,7 @@ APPEARANCE_PARTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _with_appearance(table: dict[str, str]) -> dict[str, str | tuple[str, ...]]:
+def with_appearance(table: dict[str, str]) -> dict[str, str | tuple[str, ...]]:
     """The table with each part's appearance task types after its geometric one."""
     out: dict[str, str | tuple[str, ...]] = {}
     for part, task in table.items():
@@ -122,16 +108,22 @@ def _with_appearance(table: dict[str, str]) -> dict[str, str | tuple[str, ...]]:
     return out
 
 
-TASK_TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
-    "mesh": _with_appearance(_STATIC_TASKS),
-    "depth": dict(_WITHOUT_GAZE),
-    "keypoints": {part: task for part, task in _WITHOUT_GAZE.items() if part not in vocab.ACCESSORY_PARTS},
-    "pose": {part: "pose_change" for part in _MOTION_PARTS if part != "eyebrow"},
-    "multimodal": {part: "cross_modal_compose" for part in _MOTION_PARTS},
-    "video": _with_appearance({part: "temporal_edit" for part in _MOTION_PARTS}),
-    "speech": {"mouth": "speech_edit"},
-    "text": {"mouth": "speech_edit"},
-}
+
+
+def task_table(modality: str) -> dict[str, str | tuple[str, ...]]:
+    """The registered modality's part -> task type(s) table."""
+    return dict(_modality(modality).task_table)
+
+
+def is_sequence(modality: str) -> bool:
+    """Whether an edit of `modality` pairs two clips (True) or two frames."""
+    return bool(_modality(modality).sequence)
+
+
+def _modality(name: str):
+    from . import plugins
+
+    return plugins.modality(name)
 
 MAX_ATTEMPTS_PER_INSTANCE = 200
 
@@ -142,17 +134,13 @@ class EditError(ValueError):
 
 def task_types(modality: str) -> tuple[str, ...]:
     """Every task type `modality` can produce, in vocab order."""
-    table = TASK_TABLE[vocab.check_modality(modality)]
-    found = set()
-    for value in table.values():
-        found.update(_tasks_of(value))
-    return tuple(t for t in vocab.TASK_TYPES if t in found)
+    return _modality(modality).task_types()
 
 
 def check_part_for(modality: str, part: str) -> str:
     """The part, if `modality` edits it; a clear error otherwise."""
     vocab.check_part(part)
-    table = TASK_TABLE[vocab.check_modality(modality)]
+    table = task_table(modality)
     if part not in table:
         raise EditError(f"the {modality} modality does not edit the {part!r} part; it edits: {', '.join(table)}")
     return part
@@ -309,10 +297,10 @@ def accessory_task(part: str, a: BodyState, b: BodyState) -> str:
 def instruction_text(modality: str, part: str, phrase: str = "", task: str | None = None) -> str:
     """The modality's template; appearance task types have their own wording (the modality's
     template says what to match, not what kind of change it is)."""
+    registered = _modality(modality)
     if task in APPEARANCE_TEMPLATES:
-        vocab.check_modality(modality)
         return APPEARANCE_TEMPLATES[task].format(part=part)
-    return TEMPLATES[vocab.check_modality(modality)].format(part=part, phrase=phrase)
+    return registered.instruction(part, phrase)
 
 
 def _slug(text: str) -> str:
@@ -344,19 +332,13 @@ def _pick_other(subject_id: str, frame_index: int | None, grouped, rng) -> tuple
     return trial, min(frame_index, len(trial.frames) - 1)
 
 
-def _tasks_of(value) -> tuple[str, ...]:
-    """The task types one TASK_TABLE entry stands for ("part": the three accessory task types)."""
-    names = (value,) if isinstance(value, str) else tuple(value)
-    found: list[str] = []
-    for name in names:
-        found.extend(vocab.TASK_GROUPS["part"] if name == "part" else (name,))
-    return tuple(found)
+_tasks_of = tasks_of
 
 
 def _parts_for_task(modality: str, task: str) -> list[str]:
     """The parts whose edit in `modality` is of type `task`; a clear error when there are none."""
     vocab.check_task_type(task)
-    table = TASK_TABLE[vocab.check_modality(modality)]
+    table = task_table(modality)
     found = [part for part, value in table.items() if task in _tasks_of(value)]
     if not found:
         raise EditError(
@@ -367,7 +349,7 @@ def _parts_for_task(modality: str, task: str) -> list[str]:
 
 def _task_of(modality: str, part: str, a: BodyState, b: BodyState, requested: str | None) -> str:
     """The task type of editing `part` from a to b: the requested one, checked, or the table's."""
-    tasks = _tasks_of(TASK_TABLE[modality][part])
+    tasks = _tasks_of(task_table(modality)[part])
     task = accessory_task(part, a, b) if part in vocab.ACCESSORY_PARTS else tasks[0]
     if requested is None:
         return task
@@ -473,7 +455,7 @@ def _task_pairs(modality: str, task: str, subject_id: str, part: str, grouped, c
     ident = (subject_id, part, task)
     if ident not in cache:
         subject_trials = grouped[subject_id]
-        if modality in SEQUENCE_MODALITIES:
+        if is_sequence(modality):
             n = len(subject_trials)
             cache[ident] = [(ta, None, tb, None) for ta in range(n) for tb in range(n)
                             if ta != tb and _sequence_pair_ok(modality, part, task, subject_trials[ta], subject_trials[tb])]
@@ -515,7 +497,7 @@ def _draw_any(modality, grouped, eligible, parts_list, pair_cache, rng):
     part = parts_list[int(rng.integers(len(parts_list)))]
     subject_id = eligible[int(rng.integers(len(eligible)))]
     subject_trials = grouped[subject_id]
-    if modality in SEQUENCE_MODALITIES:
+    if is_sequence(modality):
         ta, tb = rng.choice(len(subject_trials), size=2, replace=False)
         if not _sequence_pair_ok(modality, part, None, subject_trials[int(ta)], subject_trials[int(tb)]):
             return None
@@ -540,7 +522,7 @@ def make_instances(
     Raises EditError when the trials cannot give that many (fewer than two subjects, no subject
     with two clips for a sequence modality, or too few distinct pairs where a part changes).
     """
-    table = TASK_TABLE[vocab.check_modality(modality)]
+    table = task_table(modality)
     if count < 0:
         raise EditError(f"count must be >= 0, got {count}")
     requested = None if task_types is None else list(task_types)
@@ -552,7 +534,7 @@ def make_instances(
     grouped = _by_subject(list(trials))
     if len(grouped) < 2:
         raise EditError(f"edit instances need trials of at least two subjects (wrong-subject rung); got {len(grouped)}")
-    sequence = modality in SEQUENCE_MODALITIES
+    sequence = is_sequence(modality)
     eligible = [sid for sid, ts in grouped.items() if len(ts) >= (2 if sequence else 1)]
     if not eligible:
         raise EditError(f"{modality} edits pair two clips of one subject; no subject has two trials")

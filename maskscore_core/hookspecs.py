@@ -1,10 +1,11 @@
-"""The hooks a MaskScore plugin can implement. Every hook is dispatched by name.
+"""The hooks a MaskScore plugin can implement (docs/plugins.md has a section for each).
 
-Each operation hook is `firstresult`: pluggy calls the implementations (newest registered
-first) until one returns something other than None. A plugin answers only for the modality,
-editor, scorer or source it provides, and returns None otherwise. When no plugin answers,
-`maskscore_core.plugins.call` raises `NoPluginError` naming the hook and what was asked for,
-never a silent default.
+Registration hooks hand the core named objects (`maskscore_core.registration`): a plugin calls
+`register(obj)` once per modality, editor, scorer, source or trainer it provides. Operation
+hooks are then called by the core only on the plugin that registered the name asked for
+(`maskscore_core.plugins.call`), so an implementation needs no "is this mine?" test and can
+never answer for another plugin's name. An operation that cannot be done raises; it never
+returns a made-up value.
 
 Plugins import `hookimpl` from `maskscore_core`, never from pluggy.
 """
@@ -19,13 +20,37 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
-@hookspec
-def plugin_info():
-    """Describe this plugin for `maskscore list-plugins`.
+# -- registration -------------------------------------------------------------------------------
 
-    Returns: `records.PluginInfo(kind, provides)`, kind one of modality / editor / scorer /
-    source, provides the names it answers for. Every plugin implements it; all answers are kept.
-    """
+
+@hookspec
+def register_modalities(register):
+    """Call `register(modality)` for each `registration.Modality` this plugin provides: its name,
+    table columns, instruction template, task table, ladder levels and its encode, decode_reference,
+    write, read and row methods. The plugin also implements `decode_to_mesh` and `mask_part`."""
+
+
+@hookspec
+def register_editors(register):
+    """Call `register(registration.Editor(name, description))` for each editor; implement `edit`."""
+
+
+@hookspec
+def register_scorers(register):
+    """Call `register(registration.Scorer(name, description))` for each scorer; implement `score`."""
+
+
+@hookspec
+def register_sources(register):
+    """Call `register(registration.Source(name, description))` for each source; implement `extract`."""
+
+
+@hookspec
+def register_trainers(register):
+    """Call `register(registration.Trainer(name, description))` for each trainer; implement `train`."""
+
+
+# -- operations (the card's hooks), each called on the plugin that registered the name ----------
 
 
 @hookspec(firstresult=True)
@@ -34,16 +59,6 @@ def extract(source, config, ctx):
 
     source: the source name (`anny`, `speakingfaces`, ...); config: `dict` of source options
     (seed, count, path); ctx: the run's `Context`. Returns: an iterable of `records.Trial`.
-    Answered by the source plugin whose name is `source`.
-    """
-
-
-@hookspec(firstresult=True)
-def encode(modality, target, ctx):
-    """Represent a `records.Target` (subject, body state(s), transcript) in `modality`.
-
-    The inverse of decode_to_mesh; the frame-pair editor uses it to build ladder candidates.
-    Returns: `records.Asset` of that modality. Answered by the modality plugin named `modality`.
     """
 
 
@@ -51,9 +66,9 @@ def encode(modality, target, ctx):
 def edit(editor, modality, instance, ctx):
     """Execute the edit `instance.instruction` on frame A, producing candidates.
 
-    editor: editor name (`frame-pair` is built in); modality: the representation to edit in;
-    instance: `records.EditInstance`. Returns: a list of `records.Candidate`.
-    Answered by the editor plugin named `editor`.
+    editor: editor name (`frame-pair` is built in); modality: the representation to edit in
+    (`plugins.modality(modality).encode` makes its assets); instance: `records.EditInstance`.
+    Returns: a list of `records.Candidate`.
     """
 
 
@@ -62,70 +77,21 @@ def decode_to_mesh(asset, instance, ctx):
     """Decode a candidate to the common reference: the ANNY mesh, or the render-space quantity
     that the modality compares (depth maps), plus face activations where the modality has them.
 
-    asset: `records.Asset`; instance: the `records.EditInstance` it belongs to (for the subject
-    and frame A, which partial assets such as keypoints are applied to). Returns:
-    `records.Decoded`. Answered by the modality plugin named `asset.modality`.
-    """
-
-
-@hookspec(firstresult=True)
-def decode_reference(modality, instance, which, ctx):
-    """The reference a candidate of `modality` is compared with: frame A (`which="a"`) or
-    frame B (`which="b"`) of `instance`, decoded like a candidate would be. For speech and text
-    this is the video-derived face activations (the truth), not the audio-derived ones.
-
-    Returns: `records.Decoded`. Answered by the modality plugin named `modality`.
-    """
-
-
-@hookspec(firstresult=True)
-def write_asset(asset, directory, name, ctx):
-    """Write `asset` under `directory` (file stem `name`) for a dataset.
-
-    Returns: a path relative to the dataset root (the file it wrote), or for keypoints and pose
-    the list of floats the table column holds. `reward_row` turns these values into the row (the
-    text plugin writes `.txt` files and puts their transcripts in the table). Answered by the
-    modality plugin named `asset.modality`.
-    """
-
-
-@hookspec(firstresult=True)
-def read_asset(modality, value, root, ctx):
-    """Read back what `write_asset` wrote: `value` from a reward-table column, `root` the
-    dataset directory. Returns: `records.Asset`. Raises a clear error on missing or corrupt
-    files. Answered by the modality plugin named `modality`.
-    """
-
-
-@hookspec(firstresult=True)
-def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
-    """One row of the modality's reward table (seed 000's columns exactly) as a dict.
-
-    input_value / candidate_values: what write_asset returned for frame A and each candidate;
-    scores: floats aligned with candidates (empty for RL data); dimension: one of the three.
-    Answered by the modality plugin named `modality`.
+    asset: `records.Asset` (dispatched on `asset.modality`); instance: the `records.EditInstance`
+    it belongs to (for the subject and frame A, which partial assets such as keypoints are
+    applied to). Returns: `records.Decoded`.
     """
 
 
 @hookspec(firstresult=True)
 def mask_part(modality, part, ctx):
-    """The mask of a See-Through part in a modality's own representation.
+    """The mask of a See-Through part for `modality`.
 
-    Returns: a modality-specific mask (vertex ids for mesh, bone and action names for pose,
-    keypoint ids for keypoints, ...). Answered by the modality plugin named `modality`; raises
-    `parts.PartError` for unknown parts or parts not active for the data.
-    """
-
-
-@hookspec(firstresult=True)
-def ladder_levels(modality):
-    """How a modality's ladder rungs are expected to rank, when its representation cannot carry
-    what tells some rungs apart (a transcript has no voice, so "another subject's words" are
-    just other words).
-
-    Returns: {dimension: {rung: level}} for all three dimensions and rungs 1-5, level 0 best
-    (`dataset.protocol.EXPECTED_LEVEL` is the design's table), or None to keep the design's.
-    Answered only by the modality plugin named `modality`; optional (no answer is no override).
+    Returns: `records.PartMask`: `region`, the reference-mesh vertex ids whose pixels the
+    render-and-compare metric compares for the part (the part plus what its own facial actions
+    deform, `parts.region_vertex_ids`), and `native`, the mask in the modality's own terms
+    (bones, keypoint ids, facial actions, ...). Raises `parts.PartError` for unknown parts or
+    parts not active for the data.
     """
 
 
@@ -135,8 +101,7 @@ def score(scorer, instance, candidates, ctx):
 
     scorer: scorer name (`render-compare` is the built-in metric); candidates: list of
     `records.Candidate`. Returns: a list of `records.CandidateScore`, one per candidate, in
-    order. Answered by the scorer plugin named `scorer`. A scorer that cannot score raises; it
-    never returns a made-up score.
+    order. A scorer that cannot score raises; it never returns a made-up score.
     """
 
 
@@ -147,6 +112,45 @@ def train(trainer, options, ctx):
     trainer: the trainer's name (`maskscore train editor|reward|rl --trainer NAME`; the
     defaults are `native-flow`, `reward-model` and `flow-grpo`); options: `dict` of the command's
     options (out, data, steps, seed, ...); ctx: the run's `Context`. Returns: a `dict` summary
-    (where the checkpoint is, the figures measured), JSON-serialisable. Answered by the plugin
-    that provides the trainer `trainer`; a run that cannot train raises with a one-line reason.
+    (where the checkpoint is, the figures measured), JSON-serialisable. A run that cannot train
+    raises with a one-line reason.
     """
+
+
+# -- old style: a plugin describing itself with plugin_info and answering per-modality hooks. ----
+# Kept only while plugins move to the registration hooks; `maskscore_core.legacy` adapts them.
+
+
+@hookspec
+def plugin_info():
+    """Old style: `records.PluginInfo(kind, provides)`; replaced by the register_* hooks."""
+
+
+@hookspec(firstresult=True)
+def encode(modality, target, ctx):
+    """Old style: now `Modality.encode(target, ctx)`."""
+
+
+@hookspec(firstresult=True)
+def decode_reference(modality, instance, which, ctx):
+    """Old style: now `Modality.decode_reference(instance, which, ctx)`."""
+
+
+@hookspec(firstresult=True)
+def write_asset(asset, directory, name, ctx):
+    """Old style: now `Modality.write(asset, directory, name, ctx)`."""
+
+
+@hookspec(firstresult=True)
+def read_asset(modality, value, root, ctx):
+    """Old style: now `Modality.read(value, root, ctx)`."""
+
+
+@hookspec(firstresult=True)
+def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
+    """Old style: now `Modality.row(...)`."""
+
+
+@hookspec(firstresult=True)
+def ladder_levels(modality):
+    """Old style: now `Modality.ladder_levels`."""

@@ -41,7 +41,7 @@ import attrs
 import numpy as np
 
 from . import accessories, vocab
-from .edits import APPEARANCE_PARTS, APPEARANCE_TASK_TYPES, SEQUENCE_MODALITIES, TASK_TABLE, part_change
+from .edits import APPEARANCE_PARTS, APPEARANCE_TASK_TYPES, is_sequence, part_change, task_table
 from .records import Appearance, BodyState, EditInstance, Light, Target
 
 INTERPOLATION_T = 0.5
@@ -218,7 +218,7 @@ def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> str:
     active or accessory part), the one that changes most from A to B (vocab order on ties)."""
     _check_part(part)
     target = _footprint(part)
-    pools = [list(TASK_TABLE[modality]), list(vocab.ACTIVE_FACE_PARTS + vocab.ACCESSORY_PARTS)]
+    pools = [list(task_table(modality)), list(vocab.ACTIVE_FACE_PARTS + vocab.ACCESSORY_PARTS)]
     for pool in pools:
         candidates = [p for p in vocab.PARTS if p in pool and p not in (part, "neck") and not (_footprint(p) & target)]
         if candidates:
@@ -273,7 +273,7 @@ def _rung_maker(instance: EditInstance):
     modality = instance.instruction.modality
     a, b = instance.a, instance.b
     task = instance.instruction.task_type
-    sequence = modality in SEQUENCE_MODALITIES and (len(a.states) > 1 or len(b.states) > 1)
+    sequence = is_sequence(modality) and (len(a.states) > 1 or len(b.states) > 1)
     # A clip's mouth edit changes what is said (B's timeline and words); a look edit of the mouth
     # (its colour or light) keeps clip A's speech.
     phrase_ladder = sequence and part == "mouth" and task not in APPEARANCE_TASK_TYPES

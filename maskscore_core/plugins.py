@@ -1,8 +1,15 @@
-"""The plugin manager: built-ins plus entry points of group `maskscore`, loaded once.
+"""The plugin manager and the registry: who provides which modality, editor, scorer and source.
 
-A plugin that fails to import, to register, or that implements a hook no spec defines, is
-recorded in `load_errors()` and skipped: one broken third-party package must not take every
-command down. `MASKSCORE_STRICT_PLUGINS=1` turns such a failure into an exception instead.
+Plugins are the core's built-ins plus entry points of group `maskscore`, loaded once. Each one
+registers named objects (`register_modalities(register)` ...; `maskscore_core.registration`),
+and the core calls an operation hook (`extract`, `edit`, `decode_to_mesh`, `mask_part`,
+`score`) only on the plugin that registered the name asked for: an implementation never
+answers for a name it did not register.
+
+A plugin that fails to import, to register, or implements a hook no spec defines is recorded in
+`load_errors()` naming its distribution, and skipped: one broken third-party package must not
+take every command down. Two plugins registering one name make that name an error naming both
+distributions. `MASKSCORE_STRICT_PLUGINS=1` turns every such failure into an exception.
 `MASKSCORE_LOAD_PLUGINS=dist-a,dist-b` loads only the named distributions ("" loads none).
 """
 
@@ -13,11 +20,12 @@ import importlib.metadata
 import os
 import threading
 import traceback
+from typing import Any
 
 import attrs
 import pluggy
 
-from . import hookspecs
+from . import hookspecs, registration, vocab
 from .records import PluginInfo
 
 ENTRY_POINT_GROUP = "maskscore"
@@ -31,13 +39,46 @@ BUILTIN_MODULES = (
     "maskscore_core.builtins.speakingfaces_source",
 )
 
+# Which kind of registered name each operation hook is dispatched on, and the argument holding
+# it. The old-style hooks (before registered modalities) are dispatched the same way.
+HOOK_KIND = {
+    "extract": ("source", "source"),
+    "edit": ("editor", "editor"),
+    "decode_to_mesh": ("modality", "asset"),
+    "mask_part": ("modality", "modality"),
+    "score": ("scorer", "scorer"),
+    "train": ("trainer", "trainer"),
+    # old style, until every plugin registers Modality objects
+    "encode": ("modality", "modality"),
+    "decode_reference": ("modality", "modality"),
+    "write_asset": ("modality", "asset"),
+    "read_asset": ("modality", "modality"),
+    "reward_row": ("modality", "modality"),
+    "ladder_levels": ("modality", "modality"),
+}
+REGISTER_HOOKS = {
+    "modality": "register_modalities",
+    "editor": "register_editors",
+    "scorer": "register_scorers",
+    "source": "register_sources",
+    "trainer": "register_trainers",
+}
+
 
 class PluginLoadError(RuntimeError):
     """Raised in strict mode when a plugin cannot be loaded."""
 
 
 class NoPluginError(LookupError):
-    """No installed plugin answered a hook for the name asked for."""
+    """No installed plugin answers a hook for the name asked for."""
+
+
+class DuplicateNameError(NoPluginError):
+    """Two plugins registered one name; neither answers for it."""
+
+
+class UnknownModalityError(vocab.VocabularyError, NoPluginError):
+    """A modality name no installed plugin registered."""
 
 
 @attrs.frozen
@@ -61,10 +102,28 @@ class PluginRecord:
     error: str | None = None
 
 
-_lock = threading.Lock()
+@attrs.frozen
+class Registration:
+    """One registered name: the object, and the plugin (and distribution) that registered it."""
+
+    kind: str
+    name: str
+    obj: Any
+    plugin: str
+    distribution: str
+    version: str
+
+    def origin(self) -> str:
+        return f"{self.distribution} {self.version} (plugin {self.plugin!r})"
+
+
+_lock = threading.RLock()
 _manager: pluggy.PluginManager | None = None
 _origins: dict[str, tuple[str, str]] = {}  # plugin name -> (distribution, version)
 _failures: list[LoadFailure] = []
+_registry: dict[tuple[str, str], Registration] = {}
+_duplicates: dict[tuple[str, str], list[Registration]] = {}
+_collected: dict[str, list[Registration]] = {}  # plugin name -> what it registered
 
 
 def _strict() -> bool:
@@ -85,6 +144,15 @@ def _core_version() -> str:
         return "0+unknown"
 
 
+def _fail(name: str, dist: str, version: str, err: BaseException, what: str = "failed to load") -> None:
+    message = f"{type(err).__name__}: {err}"
+    if _strict():
+        raise PluginLoadError(f"plugin {name!r} from {dist} {version} {what}: {message}") from err
+    _failures.append(LoadFailure(name=name, distribution=dist, version=version, error=message))
+    if os.environ.get("MASKSCORE_DEBUG_PLUGINS"):
+        traceback.print_exception(err)
+
+
 def _register(pm: pluggy.PluginManager, load, name: str, dist: str, version: str) -> None:
     """Import and register one plugin; check its hooks; record a failure instead of raising."""
     try:
@@ -97,12 +165,7 @@ def _register(pm: pluggy.PluginManager, load, name: str, dist: str, version: str
             raise
         _origins[name] = (dist, version)
     except Exception as err:  # noqa: BLE001 - any failure of third-party code is reported
-        message = f"{type(err).__name__}: {err}"
-        if _strict():
-            raise PluginLoadError(f"plugin {name!r} from {dist} {version} failed to load: {message}") from err
-        _failures.append(LoadFailure(name=name, distribution=dist, version=version, error=message))
-        if os.environ.get("MASKSCORE_DEBUG_PLUGINS"):
-            traceback.print_exc()
+        _fail(name, dist, version, err)
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -130,6 +193,7 @@ def get_plugin_manager() -> pluggy.PluginManager:
                 continue
             _register(pm, ep.load, ep.name, dist, version)
         _manager = pm
+        _sync(pm)
         return pm
 
 
@@ -140,52 +204,260 @@ def reset() -> None:
         _manager = None
         _origins.clear()
         _failures.clear()
+        _registry.clear()
+        _duplicates.clear()
+        _collected.clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry.
+
+
+def _own_impl(pm: pluggy.PluginManager, hook: str, plugin_name: str):
+    caller = getattr(pm.hook, hook, None)
+    if caller is None:
+        return None
+    return next((i for i in caller.get_hookimpls() if i.plugin_name == plugin_name), None)
+
+
+def _invoke(impl, kwargs: dict):
+    """Call one plugin's implementation with the arguments it names (pluggy's convention)."""
+    return impl.function(*[kwargs[name] for name in impl.argnames])
+
+
+def _collect(pm: pluggy.PluginManager, plugin_name: str) -> list[Registration]:
+    """What one plugin registers (its register_* hooks, or its old-style plugin_info)."""
+    dist, version = _origins.get(plugin_name, ("?", "?"))
+    found: list[Registration] = []
+    for kind, hook in REGISTER_HOOKS.items():
+        impl = _own_impl(pm, hook, plugin_name)
+        if impl is None:
+            continue
+
+        def register(obj, kind=kind):
+            expected = registration.KINDS[kind]
+            if not isinstance(obj, expected):
+                raise registration.RegistrationError(
+                    f"{REGISTER_HOOKS[kind]} must register {expected.__name__} objects, got {type(obj).__name__}"
+                )
+            obj.check()
+            found.append(Registration(kind, obj.name, obj, plugin_name, dist, version))
+
+        _invoke(impl, {"register": register})
+    if not found and _own_impl(pm, "plugin_info", plugin_name) is not None:
+        from . import legacy
+
+        info = _invoke(_own_impl(pm, "plugin_info", plugin_name), {})
+        if not isinstance(info, PluginInfo):
+            raise registration.RegistrationError(f"plugin_info returned {type(info).__name__}, not a PluginInfo")
+        for name in info.provides:
+            obj = legacy.registered_object(info.kind, name, plugin_name)
+            obj.check()
+            found.append(Registration(info.kind, name, obj, plugin_name, dist, version))
+    names = [(r.kind, r.name) for r in found]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise registration.RegistrationError(f"registers {repeated[0][0]} {repeated[0][1]!r} twice")
+    return found
+
+
+def _sync(pm: pluggy.PluginManager) -> None:
+    """Bring the registry up to date with the manager's plugins (some are registered late)."""
+    with _lock:
+        current = {name for name, plugin in pm.list_name_plugin() if plugin is not None}
+        if set(_collected) == current:
+            return
+        for name, plugin in pm.list_name_plugin():
+            if plugin is None or name in _collected:
+                continue
+            _origins.setdefault(name, ("?", "?"))
+            try:
+                _collected[name] = _collect(pm, name)
+            except Exception as err:  # noqa: BLE001 - a registration's failure is the plugin's, reported
+                pm.unregister(name=name)
+                dist, version = _origins.pop(name)
+                _fail(name, dist, version, err, "failed to register")
+                continue
+        for name in set(_collected) - current:
+            del _collected[name]
+        _registry.clear()
+        _duplicates.clear()
+        for name, plugin in pm.list_name_plugin():
+            for reg in _collected.get(name, ()):
+                ident = (reg.kind, reg.name)
+                if ident in _duplicates:
+                    _duplicates[ident].append(reg)
+                elif ident in _registry:
+                    _duplicates[ident] = [_registry.pop(ident), reg]
+                else:
+                    _registry[ident] = reg
+        if _strict() and _duplicates:
+            raise PluginLoadError(_duplicate_message(*next(iter(_duplicates.items()))))
+
+
+def _duplicate_message(ident: tuple[str, str], regs: list[Registration]) -> str:
+    kind, name = ident
+    return f"{kind} {name!r} is registered by more than one plugin: " + " and ".join(r.origin() for r in regs)
+
+
+def _registrations() -> dict[tuple[str, str], Registration]:
+    _sync(get_plugin_manager())
+    return _registry
+
+
+def lookup(kind: str, name: str) -> Registration:
+    """Who registered `name` as a `kind`; NoPluginError (or DuplicateNameError) otherwise."""
+    registry = _registrations()
+    if (kind, name) in _duplicates:
+        raise DuplicateNameError(_duplicate_message((kind, name), _duplicates[(kind, name)]))
+    if (kind, name) not in registry:
+        available = ", ".join(names(kind)) or "none"
+        if kind == "modality":
+            raise UnknownModalityError(f"unknown modality {name!r}; expected one of: {available}")
+        raise NoPluginError(f"no installed plugin provides the {kind} {name!r}; installed {kind}s: {available}")
+    return registry[(kind, name)]
+
+
+def names(kind: str) -> tuple[str, ...]:
+    """Every registered name of `kind`; modalities in their `order`, the rest sorted."""
+    regs = [r for (k, _), r in _registrations().items() if k == kind]
+    if kind == "modality":
+        return tuple(r.name for r in sorted(regs, key=lambda r: _modality_sort_key(r.obj)))
+    return tuple(sorted(r.name for r in regs))
+
+
+def _modality_sort_key(obj) -> tuple:
+    return (obj.order is None, obj.order if obj.order is not None else 0, obj.name)
+
+
+def modality(name: str) -> registration.Modality:
+    """The registered Modality object named `name`."""
+    return lookup("modality", name).obj
+
+
+def modalities() -> tuple[registration.Modality, ...]:
+    """Every registered modality, in `names("modality")` order."""
+    return tuple(modality(n) for n in names("modality"))
+
+
+def modality_names() -> tuple[str, ...]:
+    return names("modality")
+
+
+def check_modality(name: str) -> str:
+    """`name`, if a plugin registered it as a modality; UnknownModalityError otherwise."""
+    lookup("modality", name)
+    return name
+
+
+def duplicates() -> list[str]:
+    """One message per name that more than one plugin registered."""
+    _registrations()
+    return [_duplicate_message(ident, regs) for ident, regs in sorted(_duplicates.items())]
+
+
+# ---------------------------------------------------------------------------------------------
+# Calls.
+
+
+def _name_of(hook: str, kwargs: dict) -> tuple[str, str]:
+    kind, argument = HOOK_KIND[hook]
+    value = kwargs[argument]
+    return kind, (value.modality if argument == "asset" else value)
+
+
+def call(hook: str, what: str | None = None, **kwargs):
+    """Call `hook` on the plugin that registered the name it is asked about (the `source`,
+    `editor`, `scorer`, `modality` argument, or `asset.modality`).
+
+    Raises NoPluginError when no plugin registered that name, or when its plugin does not
+    implement the hook or returns nothing. An exception raised by the plugin passes through with
+    a note naming the hook, the plugin and its distribution (`describe_error`).
+    """
+    pm = get_plugin_manager()
+    kind, name = _name_of(hook, kwargs)
+    try:
+        reg = lookup(kind, name)
+    except UnknownModalityError:
+        raise NoPluginError(f"no installed plugin answers {hook!r} for {name!r}; installed modalities: "
+                            f"{', '.join(names('modality')) or 'none'}") from None  # fmt: skip
+    except DuplicateNameError:
+        raise
+    except NoPluginError:
+        raise NoPluginError(f"no installed plugin answers {hook!r} for {name!r}; installed {kind}s: "
+                            f"{', '.join(names(kind)) or 'none'}") from None  # fmt: skip
+    impl = _own_impl(pm, hook, reg.plugin)
+    if impl is None and hook in legacy_methods() and isinstance(reg.obj, registration.Modality) and not hasattr(reg.obj, "plugin"):
+        return getattr(reg.obj, legacy_methods()[hook])(**{k: v for k, v in kwargs.items() if k != "modality"})
+    if impl is None:
+        raise NoPluginError(f"{reg.origin()} registers the {kind} {name!r} but does not implement {hook!r}")
+    try:
+        result = _invoke(impl, kwargs)
+    except Exception as err:
+        note = f"raised by {hook!r} of {reg.origin()} for the {kind} {name!r}"
+        if note not in getattr(err, "__notes__", ()):
+            err.add_note(note)
+        raise
+    if result is None:
+        raise NoPluginError(f"{hook!r} of {reg.origin()} returned nothing for the {kind} {name!r}")
+    return result
+
+
+def legacy_methods() -> dict[str, str]:
+    """Old-style hook -> the Modality method that now does its work (for callers not yet moved)."""
+    return {"encode": "encode", "decode_reference": "decode_reference", "write_asset": "write",
+            "read_asset": "read", "reward_row": "row"}  # fmt: skip
+
+
+def describe_error(err: BaseException) -> str:
+    """`Type: message`, plus the plugin that raised it when the error came out of a hook."""
+    text = f"{type(err).__name__}: {err}"
+    notes = [n for n in getattr(err, "__notes__", ()) if n.startswith("raised by ")]
+    return f"{text} ({notes[0]})" if notes else text
+
+
+# ---------------------------------------------------------------------------------------------
+# Listing.
 
 
 def load_errors() -> list[LoadFailure]:
-    get_plugin_manager()
+    _registrations()
     return list(_failures)
 
 
 def plugin_info(name: str) -> PluginInfo:
+    """What the plugin `name` registered, as (kind, provided names)."""
     pm = get_plugin_manager()
-    plugin = pm.get_plugin(name)
-    if plugin is None or not hasattr(plugin, "plugin_info"):
-        raise NoPluginError(f"plugin {name!r} is not registered or does not describe itself")
-    return plugin.plugin_info()
+    _sync(pm)
+    if name not in _collected:
+        raise NoPluginError(f"plugin {name!r} is not registered")
+    regs = _collected[name]
+    kinds = sorted({r.kind for r in regs})
+    if len(kinds) > 1:
+        raise NoPluginError(f"plugin {name!r} registers several kinds ({', '.join(kinds)}); use list_plugins()")
+    return PluginInfo(kinds[0] if kinds else "modality", tuple(r.name for r in regs))
 
 
 def list_plugins() -> list[PluginRecord]:
     """Every registered plugin and every failed one, sorted by name."""
     pm = get_plugin_manager()
+    _sync(pm)
     records = []
     for name, plugin in pm.list_name_plugin():
+        if plugin is None:
+            continue
         dist, version = _origins.get(name, ("?", "?"))
         hooks = tuple(sorted(caller.name for caller in pm.get_hookcallers(plugin) or ()))
-        info = plugin.plugin_info() if hasattr(plugin, "plugin_info") else PluginInfo("modality", ())
-        records.append(PluginRecord(name, dist, version, info.kind, tuple(info.provides), hooks))
+        regs = _collected.get(name, [])
+        kind = ",".join(sorted({r.kind for r in regs})) or "-"
+        clashes = [_duplicate_message((r.kind, r.name), _duplicates[(r.kind, r.name)]) for r in regs
+                   if (r.kind, r.name) in _duplicates]  # fmt: skip
+        records.append(PluginRecord(name, dist, version, kind, tuple(r.name for r in regs), hooks, "; ".join(clashes) or None))
     for failure in _failures:
         records.append(PluginRecord(failure.name, failure.distribution, failure.version, "?", (), (), failure.error))
     return sorted(records, key=lambda r: (r.name, r.distribution))
 
 
 def providers(kind: str) -> dict[str, str]:
-    """Map each provided name of `kind` (e.g. every modality) to the plugin providing it."""
-    found = {}
-    for record in list_plugins():
-        if record.kind == kind and record.error is None:
-            for provided in record.provides:
-                found.setdefault(provided, record.name)
-    return dict(sorted(found.items()))
-
-
-def call(hook: str, what: str, **kwargs):
-    """Call a firstresult hook and raise NoPluginError when no plugin answers for `what`."""
-    pm = get_plugin_manager()
-    result = getattr(pm.hook, hook)(**kwargs)
-    if result is None:
-        raise NoPluginError(
-            f"no installed plugin answers {hook!r} for {what!r}; installed plugins: "
-            f"{', '.join(r.name for r in list_plugins() if r.error is None)}"
-        )
-    return result
+    """Map each registered name of `kind` (e.g. every modality) to the plugin registering it."""
+    return {name: lookup(kind, name).plugin for name in sorted(names(kind))}

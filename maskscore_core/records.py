@@ -282,6 +282,23 @@ class Decoded:
 
 
 @attrs.frozen
+class PartMask:
+    """A part as a modality masks it (`mask_part`): `region`, the sorted reference-mesh vertex
+    ids whose pixels the metric compares, and `native`, the mask in the modality's own terms
+    (vertex ids, bone and action names, keypoint ids, ...)."""
+
+    region: np.ndarray = attrs.field(converter=lambda v: np.asarray(v, dtype=np.int64), eq=attrs.cmp_using(eq=_eq_arrays))
+    native: Any = attrs.field(default=None, eq=False)
+
+    @region.validator
+    def _check_region(self, _attribute, value):
+        if value.ndim != 1 or value.size == 0:
+            raise ValueError(f"a part's region must be a non-empty 1-D array of vertex ids, got shape {value.shape}")
+        if value.min() < 0 or np.any(np.diff(value) <= 0):
+            raise ValueError("a part's region must hold sorted, distinct, non-negative vertex ids")
+
+
+@attrs.frozen
 class CandidateScore:
     """Scores in [0, 1], higher is better, plus the raw distances they were mapped from."""
 

@@ -1,77 +1,72 @@
-"""Arrow schemas of the eight reward tables, read from the JSON files in `schemas/`.
+"""Arrow schemas of the reward tables, from the registered modalities, and table validation.
 
-The JSON files are the single source of truth (seed 000's column lists, verbatim); this module
-turns them into `pyarrow` schemas and validates tables against them, naming the column and the
-row of the first problem so a broken dataset is fixed in minutes, not hours.
+Each registered `Modality` declares its table's columns; this module turns them into `pyarrow`
+schemas and validates tables against them, naming the column and the row of the first problem so
+a broken dataset is fixed in minutes, not hours. `schemas/*.json` in the source tree is generated
+from the registered modalities (`python -m maskscore_core.schemas [DIR]`; a test keeps it current).
 """
 
 from __future__ import annotations
 
-import functools
+import argparse
 import json
 import math
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
 
-from . import vocab
-
-_TYPES = {
-    "string": pa.string(),
-    "list<string>": pa.list_(pa.string()),
-    "list<float>": pa.list_(pa.float64()),
-    "list<list<float>>": pa.list_(pa.list_(pa.float64())),
-}
-
-# The column of each table that holds the candidate list (scores align with it element-wise).
-CANDIDATE_COLUMN = {
-    "TextEditReward": "output_texts",
-    "MeshEditReward": "output_meshes",
-    "SpeechEditReward": "output_audios",
-    "MultimodalEditReward": "output_candidates",
-    "KeypointEditReward": "output_keypoints",
-    "DepthEditReward": "output_depths",
-    "VideoEditReward": "output_videos",
-    "PoseEditReward": "output_poses",
-}
+from . import plugins, vocab
 
 
 class SchemaError(ValueError):
     """A table that does not match its reward-table schema."""
 
 
-def schema_dir() -> Path:
-    """`schemas/` of the source tree, or the copy shipped inside the wheel."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_schemas", here.parent / "schemas"):
-        if (candidate / "MeshEditReward.json").exists():
-            return candidate
-    raise FileNotFoundError(f"reward-table schemas not found next to {here}")
+def _by_table() -> dict:
+    return {m.table: m for m in plugins.modalities()}
 
 
-@functools.cache
+def _modality_of(table: str):
+    found = _by_table()
+    if table not in found:
+        raise SchemaError(f"unknown reward table {table!r}; expected one of: {', '.join(found) or 'none installed'}")
+    return found[table]
+
+
 def table_specs() -> dict[str, dict]:
-    """Every reward table's JSON spec, keyed by table name."""
-    specs = {}
-    for path in sorted(schema_dir().glob("*EditReward.json")):
-        spec = json.loads(path.read_text())
-        specs[spec["name"]] = spec
-    return specs
+    """Every registered reward table's JSON spec, keyed by table name."""
+    return {table: modality.spec() for table, modality in _by_table().items()}
 
 
 def table_for_modality(modality: str) -> str:
-    vocab.check_modality(modality)
-    return next(name for name, spec in table_specs().items() if spec["modality"] == modality)
+    return plugins.modality(modality).table
+
+
+def candidate_column(table: str) -> str:
+    """The column of `table` holding the candidate list (scores align with it element-wise)."""
+    return _modality_of(table).candidate_column.name
+
+
+class _CandidateColumns(Mapping):
+    """table -> candidate column, of the registered modalities (for callers indexing a dict)."""
+
+    def __getitem__(self, table: str) -> str:
+        return candidate_column(table)
+
+    def __iter__(self):
+        return iter(_by_table())
+
+    def __len__(self) -> int:
+        return len(_by_table())
+
+
+CANDIDATE_COLUMN = _CandidateColumns()
 
 
 def arrow_schema(table: str) -> pa.Schema:
-    specs = table_specs()
-    if table not in specs:
-        raise SchemaError(f"unknown reward table {table!r}; expected one of: {', '.join(specs)}")
-    return pa.schema(
-        [pa.field(col["name"], _TYPES[col["type"]], nullable=False) for col in specs[table]["columns"]],
-        metadata={"maskscore.table": table, "maskscore.modality": specs[table]["modality"]},
-    )
+    return _modality_of(table).arrow_schema()
 
 
 def to_table(table: str, rows: list[dict]) -> pa.Table:
@@ -102,7 +97,7 @@ def validate(table: str, arrow: pa.Table) -> None:
         if column.null_count:
             row = column.to_pylist().index(None)
             raise SchemaError(f"{table} column {field.name!r} row {row}: null value")
-    cand_col = CANDIDATE_COLUMN[table]
+    cand_col = candidate_column(table)
     for i, row in enumerate(arrow.select(["task_type", "dimension", "scores", cand_col]).to_pylist()):
         for name, check in (("task_type", vocab.check_task_type), ("dimension", vocab.check_dimension)):
             try:
@@ -116,3 +111,38 @@ def validate(table: str, arrow: pa.Table) -> None:
             )
         if any(not math.isfinite(s) for s in scores):
             raise SchemaError(f"{table} column 'scores' row {i}: non-finite score")
+
+
+# -- the generated files ----------------------------------------------------------------------
+
+
+def spec_files() -> dict[str, str]:
+    """{file name: content} of the JSON spec of every registered table."""
+    return {f"{table}.json": json.dumps(spec, indent=2) + "\n" for table, spec in sorted(table_specs().items())}
+
+
+def write_spec_files(directory: Path) -> list[str]:
+    """Write every registered table's spec into `directory`, remove stale ones; the names written."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    files = spec_files()
+    for stale in sorted(directory.glob("*EditReward.json")):
+        if stale.name not in files:
+            stale.unlink()
+    for name, content in files.items():
+        (directory / name).write_text(content)
+    return sorted(files)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m maskscore_core.schemas",
+                                     description="Write the registered modalities' reward-table specs as JSON.")  # fmt: skip
+    parser.add_argument("directory", nargs="?", default="schemas", help="where to write them (default: schemas)")
+    args = parser.parse_args(argv)
+    for name in write_spec_files(Path(args.directory)):
+        print(Path(args.directory) / name, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

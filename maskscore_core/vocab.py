@@ -1,21 +1,11 @@
-"""The shared vocabularies of seed 000: modalities, parts, task types, dimensions.
+"""The shared vocabularies of seed 000: parts, task types, dimensions.
 
 Every table, instruction and plugin speaks these names; keeping them in one module means a
-typo anywhere is caught by one lookup that names the valid choices.
+typo anywhere is caught by one lookup that names the valid choices. Modalities are not a
+vocabulary: they are whatever the installed plugins register (`plugins.modality_names()`).
 """
 
 from __future__ import annotations
-
-MODALITIES: tuple[str, ...] = (
-    "mesh",
-    "pose",
-    "keypoints",
-    "depth",
-    "video",
-    "speech",
-    "text",
-    "multimodal",
-)
 
 # bodytags_v3.json, in the design's order (23 categories).
 PARTS: tuple[str, ...] = (
@@ -97,7 +87,19 @@ def _check(kind: str, name: str, allowed: tuple[str, ...]) -> str:
 
 
 def check_modality(name: str) -> str:
-    return _check("modality", name, MODALITIES)
+    """`name`, if an installed plugin registered that modality (`plugins.check_modality`)."""
+    from . import plugins
+
+    return plugins.check_modality(name)
+
+
+def __getattr__(name: str):
+    # MODALITIES: the registered modalities, for callers not yet moved to plugins.modality_names().
+    if name == "MODALITIES":
+        from . import plugins
+
+        return plugins.modality_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_part(name: str) -> str:

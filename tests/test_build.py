@@ -20,6 +20,9 @@ from maskscore_core.dataset.runner import BuildError, run_build
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 import test_build_fixtures as toy  # noqa: E402
+from test_build_fixtures import toy_only  # noqa: E402, F401
+
+pytestmark = pytest.mark.usefixtures("toy_only")
 
 
 @pytest.fixture(autouse=True)

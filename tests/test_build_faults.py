@@ -18,6 +18,9 @@ from maskscore_core.dataset.runner import run_build
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 from test_build import toy_config, tree_bytes  # noqa: E402
+from test_build_fixtures import toy_only  # noqa: E402, F401
+
+pytestmark = pytest.mark.usefixtures("toy_only")
 
 SLOW = {"delay_s": 0.15}  # each instance sleeps, so the build is still running when it is killed
 

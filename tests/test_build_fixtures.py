@@ -1,12 +1,13 @@
 """Small, fast, real plugins for testing the dataset machinery (no tests in this module).
 
-They implement every hook a build and an evaluation call, for all eight modalities, on a body
-state flattened into a parameter vector: a `toy` source, an instance maker that makes the task
-types the plan asks for, a `toy-ladder` editor with the five
-rungs, a `toy-score` scorer (distance to frame B / frame A in parameter space) and a
-`toy-noisy` scorer (seeded noise, for Avg@N). Assets are .npy files or float lists, written and
-read back like the real modality plugins do. Registered by import name in build workers via
-BuildConfig.plugin_modules, so this directory must be on PYTHONPATH for spawned processes.
+They register toy versions of the eight design modalities (the real ones' tables, templates,
+task tables and ladder levels; assets are a body state flattened into a parameter vector, .npy
+files or float lists), a `toy` source, an instance maker that makes the task types the plan asks
+for, a `toy-ladder` editor with the five rungs, a `toy-score` scorer (distance to frame B /
+frame A in parameter space) and a `toy-noisy` scorer (seeded noise, for Avg@N). Registered by
+import name in build workers via BuildConfig.plugin_modules, so this directory must be on
+PYTHONPATH for spawned processes; tests using them load no modality plugin (`toy_only`), since
+two plugins may not register one modality.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from maskscore_core import hookimpl, schemas, vocab
+import pytest
+
+from maskscore_core import Editor, Modality, Scorer, Source, hookimpl, legacy, plugins, vocab
 from maskscore_core.records import (
     Asset,
     BodyState,
@@ -25,7 +28,6 @@ from maskscore_core.records import (
     EditInstance,
     EditInstruction,
     Frame,
-    PluginInfo,
     Subject,
     Target,
     Trial,
@@ -37,17 +39,93 @@ LIST_MODALITIES = ("keypoints", "pose")
 ACTIONS = 8  # expression entries the toy source varies
 
 
+SCORERS = ("toy-score", "toy-noisy", "toy-broken", "toy-constant")
+
+
+@pytest.fixture
+def toy_only(monkeypatch):
+    """No modality plugin but the toy's (in this process and the workers it spawns)."""
+    from maskscore_core.dataset.shard import register_plugin_modules
+
+    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "")
+    plugins.reset()
+    register_plugin_modules([MODULE])
+    yield
+    plugins.reset()
+
+
+class ToyModality(Modality):
+    """A design modality's table and tables, on parameter vectors."""
+
+    def encode(self, target, ctx):
+        return Asset(self.name, state_vector(target.state), meta={"state": target.state})
+
+    def decode_reference(self, instance, which, ctx):
+        raise NotImplementedError("toy modalities are scored in parameter space, never decoded")
+
+    def write(self, asset, directory, name, ctx):
+        if self.name in LIST_MODALITIES:
+            return [float(x) for x in asset.data]
+        path = Path(directory) / f"{name}.npy"
+        np.save(path, np.asarray(asset.data, dtype=np.float64))
+        return path.relative_to(ctx.config["dataset_root"]).as_posix()
+
+    def read(self, value, root, ctx):
+        if self.name in LIST_MODALITIES:
+            return Asset(self.name, np.asarray(value, dtype=np.float64))
+        path = Path(root) / value
+        if not path.exists():
+            raise FileNotFoundError(f"{self.name} asset {value!r} missing under {root}")
+        return Asset(self.name, np.load(path), path=value)
+
+    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
+        columns = [c.name for c in self.columns()]
+        row = {"key": instance.key, "instruction": instance.instruction.text, "task_type": instance.instruction.task_type,
+               "dimension": dimension, "scores": list(scores), "conditioning_image": "", "aligned_audio": ""}
+        row[columns[2]] = input_value if self.name != "multimodal" else "mesh"
+        row[self.candidate_column.name] = list(candidate_values)
+        if self.name == "multimodal":
+            row.update(output_modality="mesh", input_data=input_value)
+        return {c: row[c] for c in columns}
+
+
+def _ladder_levels(name):
+    if name == "speech":
+        from maskscore_speech.representation import LADDER_LEVELS
+
+        return LADDER_LEVELS
+    if name == "text":
+        from maskscore_text.representation import LADDER_LEVELS
+
+        return LADDER_LEVELS
+    return None
+
+
 @hookimpl
-def plugin_info():
-    # It provides a source, an editor and modalities too; it describes itself by its scorers so
-    # that a build can record their version (scorer_config.scorer_version).
-    return PluginInfo(kind="scorer", provides=("toy-score", "toy-noisy", "toy-broken", "toy-constant"))
+def register_modalities(register):
+    for name in legacy.ORDER:
+        attributes = {**legacy.design_attributes(name), "ladder_levels": _ladder_levels(name)}
+        register(type(f"Toy{name.title()}", (ToyModality,), attributes)())
+
+
+@hookimpl
+def register_sources(register):
+    register(Source("toy"))
+
+
+@hookimpl
+def register_editors(register):
+    register(Editor("toy-ladder"))
+
+
+@hookimpl
+def register_scorers(register):
+    for name in SCORERS:
+        register(Scorer(name))
 
 
 @hookimpl
 def extract(source, config, ctx):
-    if source != "toy":
-        return None
     rng = np.random.default_rng(config["seed"])
     trials = []
     for s in range(config["subjects"]):
@@ -94,14 +172,7 @@ def state_vector(state: BodyState) -> np.ndarray:
 
 
 @hookimpl
-def encode(modality, target, ctx):
-    return Asset(modality, state_vector(target.state), meta={"state": target.state})
-
-
-@hookimpl
 def edit(editor, modality, instance, ctx):
-    if editor != "toy-ladder":
-        return None
     a, b = state_vector(instance.a.state), state_vector(instance.b.state)
     wrong_part = a.copy()
     wrong_part[ACTIONS - 1] += 0.5
@@ -136,36 +207,4 @@ def score(scorer, instance, candidates, ctx):
         return [CandidateScore(0.5, 0.5, 0.5) for _ in candidates]
     if scorer == "toy-constant":
         return [CandidateScore(0.5, 0.5, 0.5) for _ in candidates]
-    return None
-
-
-@hookimpl
-def write_asset(asset, directory, name, ctx):
-    if asset.modality in LIST_MODALITIES:
-        return [float(x) for x in asset.data]
-    path = Path(directory) / f"{name}.npy"
-    np.save(path, np.asarray(asset.data, dtype=np.float64))
-    return path.relative_to(ctx.config["dataset_root"]).as_posix()
-
-
-@hookimpl
-def read_asset(modality, value, root, ctx):
-    if modality in LIST_MODALITIES:
-        return Asset(modality, np.asarray(value, dtype=np.float64))
-    path = Path(root) / value
-    if not path.exists():
-        raise FileNotFoundError(f"{modality} asset {value!r} missing under {root}")
-    return Asset(modality, np.load(path), path=value)
-
-
-@hookimpl
-def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
-    spec = schemas.table_specs()[schemas.table_for_modality(modality)]
-    columns = [c["name"] for c in spec["columns"]]
-    row = {"key": instance.key, "instruction": instance.instruction.text, "task_type": instance.instruction.task_type,
-           "dimension": dimension, "scores": list(scores), "conditioning_image": "", "aligned_audio": ""}
-    row[columns[2]] = input_value if modality != "multimodal" else "mesh"
-    row[schemas.CANDIDATE_COLUMN[spec["name"]]] = list(candidate_values)
-    if modality == "multimodal":
-        row.update(output_modality="mesh", input_data=input_value)
-    return {c: row[c] for c in columns}
+    raise AssertionError(f"the core asked the toy plugin for a scorer it did not register: {scorer!r}")

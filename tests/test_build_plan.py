@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from maskscore_core import edits, vocab
+from maskscore_core import edits, plugins, vocab
 from maskscore_core.dataset import plan
 from maskscore_core.dataset.plan import BuildConfig
 from maskscore_core.dataset.splits import SPLITS
@@ -46,7 +46,7 @@ def test_default_plan_has_every_task_type_of_every_modality_in_equal_shares(spli
 def test_a_task_type_added_to_a_table_is_planned_without_other_changes(monkeypatch):
     config = BuildConfig(split="bench", out="/unused", rows=48, modalities=("speech",))
     assert plan.planned_instances(config) == {"speech": {"speech_edit": 16}}
-    monkeypatch.setitem(edits.TASK_TABLE, "speech", {"mouth": "speech_edit", "face": "lighting_change"})
+    monkeypatch.setattr(plugins.modality("speech"), "task_table", {"mouth": "speech_edit", "face": "lighting_change"})
     assert plan.planned_instances(config) == {"speech": {"lighting_change": 8, "speech_edit": 8}}
     assert config.content_config()["task_types"] == {"speech": ["lighting_change", "speech_edit"]}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import edits, parts, vocab
+from maskscore_core import edits, parts, plugins, vocab
 from maskscore_core.body import get_body_model
 from maskscore_core.records import BodyState, Frame, Subject, Trial
 
@@ -91,7 +91,7 @@ def test_instances_are_valid_same_subject_pairs(trials, modality):
         # the task type is the table's, and its group edits this part (seed 000's table)
         assert task in edits.task_types(modality)
         assert part in vocab.GROUP_PARTS[vocab.task_group(task)]
-        if modality in edits.SEQUENCE_MODALITIES:
+        if edits.is_sequence(modality):
             assert inst.trial_a != inst.trial_b
             assert len(inst.a.states) > 1 and len(inst.b.states) > 1
         else:
@@ -99,7 +99,7 @@ def test_instances_are_valid_same_subject_pairs(trials, modality):
             assert edits.part_change(part, inst.a.state, inst.b.state) >= 1.0
         if modality in ("speech", "text"):
             assert inst.a.transcript != inst.b.transcript
-        expected = edits.TEMPLATES[modality].format(part=part, phrase=inst.b.transcript)
+        expected = plugins.modality(modality).template.format(part=part, phrase=inst.b.transcript)
         assert inst.instruction.text == expected
 
 

@@ -25,6 +25,9 @@ from maskscore_core.records import CandidateScore, PluginInfo
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 from test_build import toy_config  # noqa: E402
+from test_build_fixtures import toy_only  # noqa: E402, F401
+
+pytestmark = pytest.mark.usefixtures("toy_only")
 
 # Scores per rung (1..5) that the fixed scorer gives, and what the protocol must make of them.
 FIXED = {

@@ -7,21 +7,18 @@ run's seed (`ctx.seed`) is used.
 
 from __future__ import annotations
 
-from maskscore_core import hookimpl
-from maskscore_core.records import PluginInfo
+from maskscore_core import Source, hookimpl
 
 NAME = "anny"
 
 
 @hookimpl
-def plugin_info():
-    return PluginInfo(kind="source", provides=(NAME,))
+def register_sources(register):
+    register(Source(NAME, "synthetic talking-head trials of ANNY subjects"))
 
 
 @hookimpl
 def extract(source, config, ctx):
-    if source != NAME:
-        return None
     from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
 
     options = dict(config or {})

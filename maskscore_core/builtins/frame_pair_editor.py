@@ -1,32 +1,30 @@
-"""Built-in editor plugin `frame-pair`: the five ladder rungs of an instance, encoded in a modality.
+"""Built-in editor plugin `frame-pair`: the ladder rungs of an instance, encoded in a modality.
 
 Seed 000's candidates are graded executions of the edit built from real frames (maskscore_core.
-ladder); each rung's Target is handed to the modality plugin's `encode` hook, so the editor works
-for every modality, including third-party ones.
+ladder: every rung its modality makes); each rung's Target is encoded by the registered modality
+(`Modality.encode`), so the editor works for every modality, including third-party ones.
 """
 
 from __future__ import annotations
 
-from maskscore_core import hookimpl
-from maskscore_core.records import Candidate, PluginInfo
+from maskscore_core import Editor, hookimpl
+from maskscore_core.records import Candidate
 
 NAME = "frame-pair"
 
 
 @hookimpl
-def plugin_info():
-    return PluginInfo(kind="editor", provides=(NAME,))
+def register_editors(register):
+    register(Editor(NAME, "the ladder rungs of an instance (those its modality makes), from real frames"))
 
 
 @hookimpl
 def edit(editor, modality, instance, ctx):
-    if editor != NAME:
-        return None
     from maskscore_core import plugins
     from maskscore_core.ladder import build_ladder
 
     candidates = []
     for target in build_ladder(instance):
-        asset = plugins.call("encode", modality, modality=modality, target=target, ctx=ctx)
+        asset = plugins.modality(modality).encode(target, ctx)
         candidates.append(Candidate(label=target.label, asset=asset, rung=target.rung))
     return candidates

@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from maskscore_core import hookimpl
-from maskscore_core.records import Appearance, BodyState, CandidateScore, PluginInfo
+from maskscore_core import Scorer, hookimpl
+from maskscore_core.records import Appearance, BodyState, CandidateScore
 
 NAME = "latent-l2"
 
@@ -52,8 +52,8 @@ class LatentScoreError(ValueError):
 
 
 @hookimpl
-def plugin_info():
-    return PluginInfo(kind="scorer", provides=(NAME,))
+def register_scorers(register):
+    register(Scorer(NAME, "distance to the ideal edit in ANNY parameter space"))
 
 
 def _vector(states, phenotype_keys, scale_keys, accessory_names) -> np.ndarray:
@@ -142,8 +142,6 @@ def reference_b(instance):
 
 @hookimpl
 def score(scorer, instance, candidates, ctx):
-    if scorer != NAME:
-        return None
     cache: dict = {}
     groups = [tuple(instance.a.states), tuple(reference_b(instance).states)]
     groups += [candidate_states(c, instance, cache) for c in candidates]

@@ -9,21 +9,18 @@ corrupt file, a clip too short) are listed with the file they name in
 
 from __future__ import annotations
 
-from maskscore_core import hookimpl
-from maskscore_core.records import PluginInfo
+from maskscore_core import Source, hookimpl
 
 NAME = "speakingfaces"
 
 
 @hookimpl
-def plugin_info():
-    return PluginInfo(kind="source", provides=(NAME,))
+def register_sources(register):
+    register(Source(NAME, "trials from a local SpeakingFaces copy"))
 
 
 @hookimpl
 def extract(source, config, ctx):
-    if source != NAME:
-        return None
     from maskscore_core.trials.speakingfaces import SpeakingFacesConfig, load_trials
 
     options = SpeakingFacesConfig.from_dict(dict(config or {}))

@@ -61,10 +61,10 @@ def check_levels(table, what: str) -> dict[str, dict[int, int]]:
 
 
 def levels_for(modality: str) -> dict[str, dict[int, int]]:
-    """The levels `modality`'s plugin declares (`ladder_levels` hook), else EXPECTED_LEVEL."""
+    """The levels `modality` declares (`Modality.ladder_levels`), else EXPECTED_LEVEL."""
     from .. import plugins
 
-    declared = plugins.get_plugin_manager().hook.ladder_levels(modality=modality)
+    declared = plugins.modality(modality).ladder_levels
     return EXPECTED_LEVEL if declared is None else check_levels(declared, f"the {modality} plugin")
 
 

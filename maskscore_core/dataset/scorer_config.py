@@ -23,12 +23,15 @@ class ScorerConfigError(ValueError):
 
 def scorer_version(name: str) -> str:
     """'distribution==version' of the plugin that provides scorer `name`."""
-    for record in plugins.list_plugins():
-        if record.error is None and record.kind == "scorer" and name in record.provides:
-            return f"{record.distribution}=={record.version}"
-    raise ScorerConfigError(
-        f"no installed scorer plugin provides {name!r}; installed scorers: {', '.join(sorted(plugins.providers('scorer')))}"
-    )
+    try:
+        registered = plugins.lookup("scorer", name)
+    except plugins.DuplicateNameError as err:
+        raise ScorerConfigError(str(err)) from None
+    except plugins.NoPluginError:
+        raise ScorerConfigError(
+            f"no installed scorer plugin provides {name!r}; installed scorers: {', '.join(plugins.names('scorer'))}"
+        ) from None
+    return f"{registered.distribution}=={registered.version}"
 
 
 @attrs.frozen

@@ -8,13 +8,13 @@ a pair whose plugin is missing fails loudly, naming it.
 
 Inputs may be any path. Outputs are the paths that carry a whole body (depth, keypoints, video):
 speech and text carry only what is said (words and voice), while a multimodal edit moves the face
-or neck of one frame (edits.TASK_TABLE), so every candidate would encode to the same audio or
+or neck of one frame (`PATH_PARTS`), so every candidate would encode to the same audio or
 transcript and the ladder would collapse into ties; a pose carries bones but no body shape, so
 it is applied to frame A's body and the wrong-subject candidate decodes as frame A with another
 subject's bones (measured on a neck edit: rung 5 scored 0.83 overall, above rung 4's 0.64).
 
 A path is used for a part only when it carries that part's edit (`carries`): when the part is one
-its own modality is edited on (edits.TASK_TABLE: no gaze for depth and keypoints, whose eyes are
+its own modality is edited on (`PATH_PARTS`: no gaze for depth and keypoints, whose eyes are
 sockets; speech and text move only the mouth), and, for pose, when bones carry every facial
 action of the part (the gaze of the irides, the neck's bones; not the lips, cheeks or brows,
 which a pose leaves at frame A: maskscore-pose's README). A path that drops part of the edit
@@ -39,14 +39,23 @@ import hashlib
 
 import attrs
 
-from maskscore_core import vocab
-from maskscore_core.edits import TASK_TABLE
+from maskscore_core import edits, vocab
 from maskscore_core.records import EditInstance
 
 # Seed 000's derivation paths that have a decoder to the mesh. "image" is not among them: turning
 # pixels back into a mesh needs an image fitter, which MaskScore does not have (README.md).
 PATHS: tuple[str, ...] = ("depth", "keypoints", "pose", "speech", "text", "video")
 OUTPUT_PATHS: tuple[str, ...] = ("depth", "keypoints", "video")
+# The parts each path's own modality edits (its registered task table). Written here, not asked
+# of the installed plugins, so that the pair a row compares does not depend on what is installed.
+PATH_PARTS: dict[str, tuple[str, ...]] = {
+    "depth": tuple(edits.WITHOUT_GAZE),
+    "keypoints": tuple(p for p in edits.WITHOUT_GAZE if p not in vocab.ACCESSORY_PARTS),
+    "pose": tuple(p for p in edits.MOTION_PARTS if p != "eyebrow"),
+    "speech": ("mouth",),
+    "text": ("mouth",),
+    "video": edits.MOTION_PARTS,
+}
 # Parts whose every facial action and bone a SOMA pose carries (maskscore-pose: Jaw, LeftEye and
 # RightEye carry jawOpen, jawLeft/Right and the eight eyeLook actions; the neck is bones only).
 POSE_CARRIED_PARTS: tuple[str, ...] = ("irides", "neck")
@@ -82,7 +91,7 @@ def parse_pair(text: str) -> Pair:
 
 def carries(path: str, part: str) -> bool:
     """Whether the derivation path `path` carries an edit of `part` whole (module docstring)."""
-    if part not in TASK_TABLE[path]:
+    if part not in PATH_PARTS[path]:
         return False
     return path != "pose" or part in POSE_CARRIED_PARTS
 
