@@ -26,6 +26,23 @@ HEAD_CHILD_BONES: tuple[str, ...] = ("Jaw", "LeftEye", "RightEye")
 HEAD_BONES: tuple[str, ...] = ("Head", "HeadEnd", *HEAD_CHILD_BONES)
 
 
+def import_anny():
+    """`anny`, imported with Warp told to be quiet first: anny's skinning initialises Warp at
+    import, which otherwise prints a banner and module timings on stdout (where commands put
+    their JSON)."""
+    try:
+        import warp
+
+        warp.config.quiet = True  # Warp before 1.10
+        if hasattr(warp, "LOG_WARNING"):
+            warp.config.log_level = warp.LOG_WARNING  # Warp 1.10 on: info messages are the banner
+    except ImportError:  # an anny without Warp skinning prints nothing
+        pass
+    import anny
+
+    return anny
+
+
 class BodyModelError(ValueError):
     """A body state the model cannot evaluate (wrong sizes, unknown phenotype label, ...)."""
 
@@ -49,7 +66,7 @@ class BodyModel:
     """ANNY evaluated for batches of `BodyState`s; vertices come back as float64 numpy arrays."""
 
     def __init__(self) -> None:
-        import anny  # heavy import, deferred until a body is needed
+        anny = import_anny()  # heavy import, deferred until a body is needed
 
         threads.apply()
         self._model = anny.Anny(rig=RIG, topology=TOPOLOGY, facial_actions="all")

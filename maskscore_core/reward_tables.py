@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from . import schemas, vocab
+from .paths import contained
 from .records import EditInstance
 
 CONDITIONING_DIR = "conditioning"
@@ -39,12 +40,14 @@ def relative_to_root(path: Path, ctx) -> str:
 
 
 def resolve(value, root, what: str = "a table value", error: type[Exception] = ValueError) -> Path:
-    """The file a table value names: `root / value` for relative values; `error` (the caller's
-    error class) when the value is no path."""
-    if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise error(f"{what} must be a non-empty path, got {value!r}")
-    path = Path(value)
-    return path if path.is_absolute() or root is None else Path(root) / path
+    """The file a table value names, inside the dataset `root` (`paths.contained`: absolute
+    values and values that climb out are refused); `error` is the caller's error class. With no
+    root (a value not read from a dataset) the value is the path itself."""
+    if root is None:
+        if not isinstance(value, (str, os.PathLike)) or not str(value):
+            raise error(f"{what} must be a non-empty path, got {value!r}")
+        return Path(value)
+    return contained(root, value, what, error)
 
 
 def view_config(ctx):

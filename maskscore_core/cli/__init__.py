@@ -6,6 +6,7 @@ import click
 
 from .build_command import build_command
 from .demo_command import demo_command
+from .errors import DEBUG_ENV, MaskScoreGroup
 from .eval_command import eval_command
 from .plugins_command import list_plugins_command
 from .score_command import score_command
@@ -13,10 +14,13 @@ from .show_command import show_command
 from .weights_command import fetch_weights_command
 
 
-@click.group()
+@click.group(cls=MaskScoreGroup)
+@click.option("--debug", is_flag=True, help=f"Show the traceback of a failure instead of one line (also {DEBUG_ENV}=1).")
 @click.version_option(package_name="maskscore")
-def main() -> None:
-    """MaskScore: self-supervised multimodal edit scoring through the ANNY mesh."""
+def main(debug: bool) -> None:
+    """MaskScore: self-supervised multimodal edit scoring through the ANNY mesh.
+
+    A failure prints one line and exits 1; a bad option or name exits 2."""
 
 
 for _command in (

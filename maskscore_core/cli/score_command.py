@@ -9,36 +9,36 @@ distances they come from (keys sorted, so the same inputs print the same bytes).
 
 from __future__ import annotations
 
-import json
-import sys
-
 import click
+
+from . import options
+from .output import noise_to_stderr, write_json
 
 
 @click.command("score")
 @click.option("--frame-a", "frame_a", required=True, type=click.Path(dir_okay=False), help="frame A (the input) mesh")
 @click.option("--frame-b", "frame_b", required=True, type=click.Path(dir_okay=False), help="frame B (the target) mesh")
-@click.option("--part", required=True, help="See-Through part the edit targets, e.g. mouth")
-@click.option("--views", default=8, show_default=True, type=click.IntRange(min=1), help="number of camera views")
-@click.option("--resolution", default=256, show_default=True, type=click.IntRange(min=16), help="pixels per view side")
+@click.option("--part", required=True, type=options.Part(), help="See-Through part the edit targets, e.g. mouth")
+@click.option("--views", default=8, show_default=True, type=options.VIEWS, help="number of camera views")
+@click.option("--resolution", default=256, show_default=True, type=options.RESOLUTION, help="pixels per view side")
 @click.argument("candidates", nargs=-1, required=True, type=click.Path(dir_okay=False))
 def score_command(frame_a, frame_b, part, views, resolution, candidates):
     """Score candidate meshes for 'edit the PART to match frame B' (render-and-compare)."""
-    from maskscore_core import parts
     from maskscore_core.meshio import MeshFileError, read_vertices
     from maskscore_core.records import Decoded
     from maskscore_core.render_compare import RenderCompare, RenderCompareError
     from maskscore_core.views import ViewConfig
 
+    options.check_render_size(views, resolution)
     try:
-        parts.check_active(part)
-        ref_a = Decoded(vertices=read_vertices(frame_a))
-        ref_b = Decoded(vertices=read_vertices(frame_b))
-        decoded = [Decoded(vertices=read_vertices(path)) for path in candidates]
-        config = ViewConfig(count=views, resolution=resolution)
-        compare = RenderCompare(config)
-        scores = compare.score(compare.prepare(ref_a, ref_b, part), decoded)
-    except (MeshFileError, RenderCompareError, parts.PartError, ValueError) as err:
+        with noise_to_stderr():  # stdout holds the JSON document only
+            ref_a = Decoded(vertices=read_vertices(frame_a))
+            ref_b = Decoded(vertices=read_vertices(frame_b))
+            decoded = [Decoded(vertices=read_vertices(path)) for path in candidates]
+            config = ViewConfig(count=views, resolution=resolution)
+            compare = RenderCompare(config)
+            scores = compare.score(compare.prepare(ref_a, ref_b, part), decoded)
+    except (MeshFileError, RenderCompareError, ValueError) as err:
         raise click.ClickException(str(err)) from err
     report = {
         "part": part,
@@ -57,5 +57,4 @@ def score_command(frame_a, frame_b, part, views, resolution, candidates):
             for path, s in zip(candidates, scores)
         ],
     }  # fmt: skip
-    json.dump(report, sys.stdout, indent=2, sort_keys=True)
-    sys.stdout.write("\n")
+    write_json(report)

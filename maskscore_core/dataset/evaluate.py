@@ -6,8 +6,10 @@ averaged over passes (Avg@N). Results are cached one line per (scorer configurat
 key) in a JSONL file; the configuration (scorer name, version, weights, num_pass, temperature,
 render size, seed) is hashed into `config_key`, so a rerun reuses exactly its own lines, never
 another configuration's, and appends only the keys it lacks. A scorer that raises on an instance
-gets an error line, never a score; its pairs then count as wrong. A bench whose candidates
-cannot be read is an error of the bench (DatasetReadError), not of the scorer.
+gets no score: the report lists the failure and its pairs count as wrong, but nothing of it is
+cached, so the next run scores that instance again (a failure's cause may be fixed by then;
+error lines of older caches are skipped the same way). A bench whose candidates cannot be read
+is an error of the bench (DatasetReadError), not of the scorer.
 
 The bench's rows already hold the scores of the scorer that built it, under the configuration
 the build recorded (card.json, `scorer_config`). When the requested configuration equals it,
@@ -61,15 +63,21 @@ class ResultCache:
                 record = json.loads(line)
                 ident = (record["config_key"], record["modality"], record["key"])
             except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise EvalError(f"result cache {self.path} line {number} is not a result record: {err}") from err
+                raise EvalError(f"result cache {self.path} line {number} is not a result record: {err};"
+                                " delete the file (or pass another --out) to score anew") from err
+            if "scores" not in record:
+                continue  # an error line an older version cached: a failure is retried, never a result
             if ident in self.records:
-                raise EvalError(f"result cache {self.path} line {number} duplicates {ident}")
+                raise EvalError(f"result cache {self.path} line {number} duplicates {ident};"
+                                " delete the file (or pass another --out) to score anew")
             self.records[ident] = record
 
     def get(self, config_key: str, modality: str, key: str) -> dict | None:
         return self.records.get((config_key, modality, key))
 
     def append(self, record: dict) -> None:
+        if "scores" not in record:
+            raise EvalError(f"only results are cached, not failures: {record.get('error', record)}")
         ident = (record["config_key"], record["modality"], record["key"])
         if ident in self.records:
             raise EvalError(f"result for {ident} is already cached")
@@ -87,10 +95,7 @@ def _score_instance(root: Path, modality: str, row: dict, config: ScorerConfig, 
     passes = []
     for n in range(config.num_pass):
         ctx = make_context(workdir, config.pass_seed(n), config={**config.hook_config(n), "dataset_root": str(root)})
-        try:
-            candidates = reader.load_candidates(root, modality, row, ctx)
-        except Exception as err:
-            raise DatasetReadError(f"bench row {row['key']}: its candidates cannot be read: {type(err).__name__}: {err}") from err
+        candidates = reader.load_candidates(root, modality, row, ctx)  # DatasetReadError naming the row
         scored = plugins.call("score", config.name, scorer=config.name, instance=instance, candidates=candidates, ctx=ctx)
         if len(scored) != len(candidates):
             raise EvalError(f"{config.name} returned {len(scored)} scores for {len(candidates)} candidates")
@@ -103,7 +108,8 @@ def _score_instance(root: Path, modality: str, row: dict, config: ScorerConfig, 
 
 
 def score_bench(root: Path, config: ScorerConfig, cache: ResultCache, modalities=None, progress: bool = False) -> dict:
-    """Make sure every bench instance has a cached result for `config`; return them by (modality, key)."""
+    """Every bench instance's result for `config` by (modality, key): cached ones reused, the
+    others scored and cached; a failure is returned as {"error"} but never cached."""
     root = Path(root)
     first_rows: dict[tuple[str, str], dict] = {}
     for modality, row in reader.iter_rows(root, modalities):
@@ -118,9 +124,10 @@ def score_bench(root: Path, config: ScorerConfig, cache: ResultCache, modalities
                     record["scores"] = _score_instance(root, modality, row, config, Path(workdir))
                 except DatasetReadError:
                     raise  # the bench is broken, not the scorer: no record, stop
-                except Exception as err:  # noqa: BLE001 - a scorer's failure is data, recorded as such
+                except Exception as err:  # noqa: BLE001 - a scorer's failure is reported, never cached
                     record["error"] = f"{type(err).__name__}: {err}"
-                cache.append(record)
+                if "scores" in record:
+                    cache.append(record)
             results[(modality, key)] = record
     return results
 

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from .. import plugins, schemas, vocab
 from ..context import Context
+from ..paths import check_key, contained
 from ..records import Candidate, EditInstance, converter
 
 
@@ -24,12 +25,18 @@ class DatasetReadError(RuntimeError):
 def build_config(root: Path) -> dict:
     """The config a dataset was built with (from its card, else from its resume marker)."""
     root = Path(root)
-    card = root / "card.json"
-    if card.exists():
-        return json.loads(card.read_text())["config"]
-    marker = root / ".build-config.json"
-    if marker.exists():
-        return json.loads(marker.read_text())
+    for path, field in ((root / "card.json", "config"), (root / ".build-config.json", None)):
+        if not path.exists():
+            continue
+        try:
+            data = json.loads(path.read_text())
+            config = data[field] if field else data
+            if not isinstance(config, dict):
+                raise TypeError(f"its config is a {type(config).__name__}, not an object")
+        except Exception as err:  # noqa: BLE001 - any parse failure is a corrupt file
+            raise DatasetReadError(f"{path} is corrupt ({type(err).__name__}: {err}); rebuild the dataset"
+                                   " with `maskscore build`") from None
+        return config
     raise DatasetReadError(f"{root} has neither card.json nor .build-config.json: not a finished MaskScore build")
 
 
@@ -37,7 +44,11 @@ def render_settings(root: Path) -> dict:
     """{"views", "resolution"} the dataset was built with: render-space assets (depth maps) have
     that shape, so reading them back needs the same settings."""
     config = build_config(root)
-    return {"views": int(config["views"]), "resolution": int(config["resolution"])}
+    try:
+        return {"views": int(config["views"]), "resolution": int(config["resolution"])}
+    except (KeyError, TypeError, ValueError) as err:
+        raise DatasetReadError(f"the build config of {root} has no valid views/resolution ({type(err).__name__}: {err});"
+                               " rebuild the dataset") from None
 
 
 def shard_paths(root: Path, modalities=None) -> list[Path]:
@@ -64,8 +75,10 @@ def iter_rows(root: Path, modalities=None) -> Iterator[tuple[str, dict]]:
 
 
 def load_instance(root: Path, key: str) -> EditInstance:
-    """The EditInstance of `key` from DIR/instances/<key>.json."""
-    path = Path(root) / "instances" / f"{key}.json"
+    """The EditInstance of `key` from DIR/instances/<key>.json (a key that is no plain file name
+    is refused: it would name a file outside the dataset)."""
+    check_key(key, "row key", DatasetReadError)
+    path = contained(root, f"instances/{key}.json", f"instance sidecar of row {key!r}", DatasetReadError)
     try:
         return converter.structure(json.loads(path.read_text()), EditInstance)
     except FileNotFoundError:
@@ -89,5 +102,10 @@ def read_candidates(root: Path, modality: str, values: list, ctx: Context) -> li
 
 
 def load_candidates(root: Path, modality: str, row: dict, ctx: Context) -> list[Candidate]:
-    """The row's candidates as Assets (read_asset), labelled and ranked by their ladder position."""
-    return read_candidates(root, modality, candidate_values(modality, row), ctx)
+    """The row's candidates as Assets (read_asset), labelled and ranked by their ladder position;
+    DatasetReadError naming the row when one cannot be read (missing, corrupt, outside the dataset)."""
+    try:
+        return read_candidates(root, modality, candidate_values(modality, row), ctx)
+    except Exception as err:  # noqa: BLE001 - whatever the plugin raises, the row is what is broken
+        raise DatasetReadError(f"bench row {row.get('key')!r} ({modality}): its candidates cannot be read:"
+                               f" {type(err).__name__}: {err}") from err
