@@ -57,6 +57,8 @@ TAIL_COLUMNS = (
     Column("task_type", "string", "one of the 13 task types"),
     Column("dimension", "string", "instruction_following, consistency, overall"),
 )
+# The input column most tables share: an RGB picture of frame A (`reward_tables.conditioning_image`).
+CONDITIONING_IMAGE = Column("conditioning_image", "string", "path to source frame")
 
 
 def tasks_of(value) -> tuple[str, ...]:

@@ -2,64 +2,63 @@
 
 from pathlib import Path
 
-from maskscore_core import hookimpl
-from maskscore_core.records import Asset, PluginInfo
+from maskscore_core import Column, Modality, edits, hookimpl
+from maskscore_core.records import Asset, PartMask
+from maskscore_core.registration import CONDITIONING_IMAGE
 
 from . import representation, table
 
 MODALITY = representation.MODALITY
 
 
-@hookimpl
-def plugin_info():
-    return PluginInfo(kind="modality", provides=(MODALITY,))
+class Mesh(Modality):
+    """The body as ANNY's reference mesh; its look (vertex colours, light, backdrop) rides in the .glb."""
 
+    name = MODALITY
+    table = "MeshEditReward"
+    input_columns = (Column("input_mesh", "string", "path to frame A's mesh (.glb)"), CONDITIONING_IMAGE)
+    candidate_column = Column("output_meshes", "list<string>", "paths to candidate meshes (.glb)")
+    template = "edit the {part} to match frame B"
+    # Every part, with the appearance task types: a .glb carries vertex colours (COLOR_0) and the
+    # light and backdrop in the scene's extras.
+    task_table = edits.with_appearance(edits.STATIC_TASKS)
+    suffixes = (representation.SUFFIX,)
+    order = 0
 
-@hookimpl
-def encode(modality, target, ctx):
-    if modality == MODALITY:
+    def encode(self, target, ctx):
         return representation.encode(target)
 
-
-@hookimpl
-def decode_to_mesh(asset, instance, ctx):
-    if asset.modality == MODALITY:
-        return representation.decode(asset)
-
-
-@hookimpl
-def decode_reference(modality, instance, which, ctx):
-    if modality == MODALITY:
+    def decode_reference(self, instance, which, ctx):
         return representation.decode(representation.encode(instance.frame(which)))
 
-
-@hookimpl
-def mask_part(modality, part, ctx):
-    if modality == MODALITY:
-        from maskscore_core import parts
-
-        return parts.part_vertex_ids(part)
-
-
-@hookimpl
-def write_asset(asset, directory, name, ctx):
-    if asset.modality == MODALITY:
+    def write(self, asset, directory, name, ctx):
         path = representation.write(
             asset.data, Path(directory) / f"{name}{representation.SUFFIX}", asset.meta.get("appearance")
         )
         return table.relative_to_root(path, ctx)
 
-
-@hookimpl
-def read_asset(modality, value, root, ctx):
-    if modality == MODALITY:
+    def read(self, value, root, ctx):
         path = table.resolve(value, root)
         vertices = representation.read(path)  # names a missing, corrupt or wrong file first
         look = representation.read_appearance(path)
         return Asset(modality=MODALITY, data=vertices, path=str(value), meta={"appearance": look})
 
+    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
+        return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+
 
 @hookimpl
-def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
-    if modality == MODALITY:
-        return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+def register_modalities(register):
+    register(Mesh())
+
+
+@hookimpl
+def decode_to_mesh(asset, instance, ctx):
+    return representation.decode(asset)
+
+
+@hookimpl
+def mask_part(modality, part, ctx):
+    from maskscore_core import parts
+
+    return PartMask(region=parts.region_vertex_ids(part), native=parts.part_vertex_ids(part))
