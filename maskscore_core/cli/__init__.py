@@ -8,9 +8,12 @@ from .build_command import build_command
 from .demo_command import demo_command
 from .errors import DEBUG_ENV, MaskScoreGroup
 from .eval_command import eval_command
+from .loop_command import loop_command
 from .plugins_command import list_plugins_command
 from .score_command import score_command
+from .serve_command import serve_command
 from .show_command import show_command
+from .train_command import train_command
 from .weights_command import fetch_weights_command
 
 
@@ -31,5 +34,8 @@ for _command in (
     eval_command,
     show_command,
     demo_command,
+    train_command,
+    serve_command,
+    loop_command,
 ):
     main.add_command(_command)

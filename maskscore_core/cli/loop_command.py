@@ -1,0 +1,237 @@
+"""`maskscore loop --out DIR`: the self-supervised loop of seed 000, stages 1-4, small, in one run.
+
+1. train the native editor by masked-part reconstruction (`train` hook, trainer native-flow);
+2. build a reward-train set and a bench of held-out subjects with the frame-pair ladder scored
+   by render-compare, and a bench of the native editor's own samples (`--editor native-flow`),
+   scored by render-compare as any editor's;
+3. train the reward model (trainer reward-model) and grade it beside latent-l2 and
+   render-compare on the bench; measure its pair agreement with render-compare on the native
+   editor's samples, and both scorers' candidates per second in one run;
+4. build an rl-train set and fine-tune the editor by Flow-GRPO with the reward model as reward
+   (trainer flow-grpo); before/after on held-out instances with render-compare.
+Everything goes under DIR (one directory per stage, each resumable) and DIR/report.md holds
+the figures with the training curves (PNG) beside it. Sizes are options; the defaults fit
+about 15 minutes on two cores (docs/loop.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from .. import plugins, vocab
+from ..context import Context
+from ..dataset import evaluate, reader
+from ..dataset.atomic import write_text
+from ..dataset.plan import BuildConfig
+from ..dataset.runner import run_build
+from .train_command import run_trainer
+
+MODALITY = "pose"
+LOOP_SCORERS = ("reward-model", "latent-l2", "render-compare")
+NATIVE_ENV = "MASKSCORE_NATIVE_EDITOR"
+
+
+def pair_agreement(root: Path, scorer: str, weights: str, views: int, resolution: int, seed: int) -> dict:
+    """Share of candidate pairs of each row that `scorer` orders like the row's stored scores
+    (render-compare's), per dimension and overall; pairs render-compare ties are left out and a
+    tie of `scorer` counts as disagreement."""
+    by_key: dict[str, dict] = {}
+    for modality, row in reader.iter_rows(root):
+        entry = by_key.setdefault((modality, row["key"]), {"row": row, "stored": {}})
+        entry["stored"][row["dimension"]] = list(row["scores"])
+    agree = {d: [0, 0] for d in vocab.DIMENSIONS}
+    with tempfile.TemporaryDirectory(prefix="maskscore-agree-") as workdir:
+        ctx = Context(workdir=Path(workdir), seed=seed, config={"views": views, "resolution": resolution, "weights": weights})
+        for (modality, key), entry in sorted(by_key.items()):
+            instance = reader.load_instance(root, key)
+            candidates = reader.load_candidates(root, modality, entry["row"], ctx)
+            scored = plugins.call("score", scorer, scorer=scorer, instance=instance, candidates=candidates, ctx=ctx)
+            for dimension in vocab.DIMENSIONS:
+                stored, mine = entry["stored"][dimension], [s.dimension(dimension) for s in scored]
+                for i, j in itertools.combinations(range(len(stored)), 2):
+                    if stored[i] == stored[j]:
+                        continue
+                    agree[dimension][1] += 1
+                    agree[dimension][0] += int((mine[i] - mine[j]) * (stored[i] - stored[j]) > 0)
+    per = {d: (c / n if n else None) for d, (c, n) in agree.items()}
+    total = [sum(c for c, _ in agree.values()), sum(n for _, n in agree.values())]
+    return {"instances": len(by_key), "pairs": total[1], "agreement": total[0] / total[1] if total[1] else None,
+            "dimensions": per}
+
+
+def candidates_per_second(root: Path, scorers: dict[str, str], views: int, resolution: int, seed: int,
+                          limit: int | None = None) -> dict:
+    """Candidates scored per second by each scorer (name -> weights) on the same bench groups, in
+    this one process, one after the other, after one warm-up group each (model loads, renderer
+    compile); candidates are read from disk once, before timing."""
+    groups = []
+    with tempfile.TemporaryDirectory(prefix="maskscore-rate-") as workdir:
+        ctx = Context(workdir=Path(workdir), seed=seed, config={"views": views, "resolution": resolution})
+        seen = set()
+        for modality, row in reader.iter_rows(root):
+            if row["key"] in seen:
+                continue
+            seen.add(row["key"])
+            groups.append((reader.load_instance(root, row["key"]), reader.load_candidates(root, modality, row, ctx)))
+            if limit is not None and len(groups) >= limit:
+                break
+        rates = {}
+        for name, weights in scorers.items():
+            scorer_ctx = Context(workdir=Path(workdir), seed=seed, config={**ctx.config, "weights": weights})
+            plugins.call("score", name, scorer=name, instance=groups[0][0], candidates=groups[0][1], ctx=scorer_ctx)
+            started = time.perf_counter()
+            count = 0
+            for instance, candidates in groups:
+                plugins.call("score", name, scorer=name, instance=instance, candidates=candidates, ctx=scorer_ctx)
+                count += len(candidates)
+            elapsed = time.perf_counter() - started
+            rates[name] = {"candidates": count, "seconds": elapsed, "per_second": count / elapsed}
+    return {"groups": len(groups), "views": views, "resolution": resolution, "cores": os.cpu_count(), "rates": rates}
+
+
+def _build(split: str, out: Path, opts: dict, rows: int, editor: str = "frame-pair", bench_dir: Path | None = None):
+    config = BuildConfig(split=split, out=out, rows=rows, seed=opts["seed"], subjects=opts["subjects"],
+                         modalities=(MODALITY,), editor=editor, views=opts["views"], resolution=opts["resolution"],
+                         workers=opts["workers"], shard_size=opts["shard_size"])
+    return run_build(config, progress=opts["progress"], bench_dir=bench_dir)
+
+
+def _eval(bench: Path, out: Path, name: str, weights: str, opts: dict) -> dict:
+    config = evaluate.ScorerConfig(name=name, version=evaluate.scorer_version(name), weights=weights,
+                                   views=opts["views"], resolution=opts["resolution"], seed=opts["seed"])
+    return evaluate.evaluate(bench, config, out / "eval" / "results.jsonl", progress=opts["progress"])
+
+
+def run_loop(out: Path, opts: dict) -> dict:
+    """Stages 1-4 under `out`; returns the figures (also written to out/report.json)."""
+    out.mkdir(parents=True, exist_ok=True)
+    timings, figures = {}, {"options": opts}
+    started = time.perf_counter()
+
+    def stage(name, fn):
+        t0 = time.perf_counter()
+        result = fn()
+        timings[name] = round(time.perf_counter() - t0, 1)
+        return result
+
+    seed = opts["seed"]
+    figures["editor"] = stage("1 train editor", lambda: run_trainer("native-flow", {
+        "out": str(out / "editor"), "seed": seed, "subjects": opts["subjects"], "steps": opts["editor_steps"],
+        "width": opts["width"], "progress": opts["progress"]}, seed))
+    stage("2 build reward-train", lambda: _build("reward-train", out / "reward-train", opts, opts["reward_rows"]))
+    stage("2 build bench", lambda: _build("bench", out / "bench", opts, opts["bench_rows"]))
+    os.environ[NATIVE_ENV] = str(out / "editor")
+    stage("2 build native-flow bench", lambda: _build("bench", out / "native-bench", opts, opts["native_rows"], editor="native-flow"))
+    figures["reward_model"] = stage("3 train reward model", lambda: run_trainer("reward-model", {
+        "out": str(out / "reward"), "data": str(out / "reward-train"), "seed": seed, "steps": opts["reward_steps"],
+        "progress": opts["progress"]}, seed))
+    weights = {"reward-model": str(out / "reward"), "latent-l2": "default", "render-compare": "default"}
+    figures["bench"] = stage("3 eval bench", lambda: {n: _eval(out / "bench", out, n, weights[n], opts) for n in LOOP_SCORERS})
+    figures["native_agreement"] = stage("3 agreement on native samples", lambda: pair_agreement(
+        out / "native-bench", "reward-model", weights["reward-model"], opts["views"], opts["resolution"], seed))
+    figures["throughput"] = stage("3 candidates per second", lambda: candidates_per_second(
+        out / "bench", {"reward-model": weights["reward-model"], "render-compare": "default"}, opts["views"],
+        opts["resolution"], seed))
+    stage("4 build rl-train", lambda: _build("rl-train", out / "rl-train", opts, opts["rl_rows"]))
+    figures["rl"] = stage("4 train rl", lambda: run_trainer("flow-grpo", {
+        "out": str(out / "rl"), "editor": str(out / "editor"), "data": str(out / "rl-train"), "reward": "reward-model",
+        "reward_weights": weights["reward-model"], "eval_bench": str(out / "bench"), "seed": seed,
+        "steps": opts["rl_steps"], "eval_instances": opts["eval_instances"], "views": opts["views"],
+        "resolution": opts["resolution"], "progress": opts["progress"]}, seed))
+    timings["total"] = round(time.perf_counter() - started, 1)
+    figures["seconds"] = timings
+    write_text(out / "report.json", json.dumps(figures, indent=2, sort_keys=True) + "\n")
+    write_text(out / "report.md", markdown(figures, out))
+    return figures
+
+
+def _fmt(value, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(figure: dict) -> str:
+    low, high = figure["ci95"] if figure.get("ci95") else (None, None)
+    return f"{_fmt(figure.get('value', figure.get('mean')))} [{_fmt(low)}, {_fmt(high)}]"
+
+
+def markdown(figures: dict, out: Path) -> str:
+    """The loop's report page; curves are the PNGs the trainers wrote, copied next to it."""
+    for stage in ("editor", "reward", "rl"):
+        if (out / stage / "curves.png").exists():
+            shutil.copyfile(out / stage / "curves.png", out / f"curves-{stage}.png")
+    bench, rl, rate = figures["bench"], figures["rl"], figures["throughput"]["rates"]
+    lines = ["# MaskScore loop report", "",
+             f"Seed {figures['options']['seed']}, modality {MODALITY}, {figures['options']['views']} views of"
+             f" {figures['options']['resolution']} px; total {figures['seconds']['total']:.0f} s on {os.cpu_count()} cores.", "",
+             "## Stage 3: pair accuracy on the held-out-subject bench (95% bootstrap intervals)", "",
+             "| scorer | overall accuracy | instruction_following | consistency | overall dim | failed rows |",
+             "|---|---|---|---|---|---|"]
+    for name in LOOP_SCORERS:
+        dims = bench[name]["dimensions"]
+        lines.append(f"| {name} | {_fmt(bench[name]['mean_accuracy'])} | "
+                     + " | ".join(_ci(dims[d]["accuracy"]) for d in vocab.DIMENSIONS)
+                     + f" | {sum(dims[d]['failed_rows'] for d in vocab.DIMENSIONS)} |")
+    agree = figures["native_agreement"]
+    lines += ["", f"Reward model vs render-compare on the native editor's own samples: pair agreement"
+              f" **{_fmt(agree['agreement'])}** over {agree['pairs']} pairs of {agree['instances']} instances"
+              f" (per dimension: " + ", ".join(f"{d} {_fmt(v)}" for d, v in agree["dimensions"].items()) + ").", "",
+              f"Candidates per second, one run, {figures['throughput']['groups']} bench groups: reward-model"
+              f" **{rate['reward-model']['per_second']:.0f}**, render-compare {rate['render-compare']['per_second']:.2f}"
+              f" ({rate['reward-model']['per_second'] / rate['render-compare']['per_second']:.0f}x).", ""]
+    held = rl.get("heldout")
+    lines += ["## Stage 4: Flow-GRPO, before/after on held-out instances (ODE samples)", ""]
+    if held:
+        lines += ["| scorer | before | after | gain (paired) | share improved |", "|---|---|---|---|---|"]
+        for name in ("render-compare", held["reward_scorer"]):
+            h = held[name]
+            lines.append(f"| {name} | {_ci(h['before'])} | {_ci(h['after'])} | {_ci(h['gain'])} | {_fmt(h['improved_share'], 2)} |")
+        lines += ["", f"Reward gain minus render-compare gain (reward hacking shows as a positive gap):"
+                  f" {_ci(held['reward_minus_render_compare_gain'])} over {held['instances']} instances.", ""]
+    lines += [f"Training reward (reward model, SDE samples): {_fmt(rl.get('reward_first'))} at step 1 ->"
+              f" {_fmt(rl.get('reward_last'))} at step {rl.get('steps')}.", "", "## Stage 1", "",
+              f"Editor: {figures['editor']['steps']} steps on {figures['editor']['frames']} frames of"
+              f" {figures['editor']['subjects']} subjects, final loss {_fmt(figures['editor']['final_loss'])}.", "",
+              "## Curves", ""]
+    lines += [f"![{stage}](curves-{stage}.png)" for stage in ("editor", "reward", "rl") if (out / f"curves-{stage}.png").exists()]
+    lines += ["", "## Time per stage (s)", "", "| stage | seconds |", "|---|---|"]
+    lines += [f"| {name} | {seconds} |" for name, seconds in figures["seconds"].items()]
+    return "\n".join(lines) + "\n"
+
+
+@click.command("loop")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--subjects", type=int, default=12, show_default=True, help="Subjects of the source (about a fifth held out).")
+@click.option("--editor-steps", type=int, default=1500, show_default=True)
+@click.option("--width", type=int, default=512, show_default=True, help="Editor MLP width.")
+@click.option("--reward-rows", type=int, default=180, show_default=True, help="reward-train rows (3 per instance).")
+@click.option("--bench-rows", type=int, default=90, show_default=True)
+@click.option("--native-rows", type=int, default=30, show_default=True, help="Rows of the native editor's bench.")
+@click.option("--reward-steps", type=int, default=600, show_default=True)
+@click.option("--rl-rows", type=int, default=64, show_default=True, help="rl-train rows (prompts).")
+@click.option("--rl-steps", type=int, default=40, show_default=True)
+@click.option("--eval-instances", type=int, default=24, show_default=True)
+@click.option("--views", type=int, default=4, show_default=True)
+@click.option("--resolution", type=int, default=64, show_default=True)
+@click.option("--shard-size", type=int, default=16, show_default=True)
+@click.option("--workers", type=int, default=1, show_default=True)
+@click.option("--quiet", is_flag=True)
+def loop_command(out, seed, subjects, editor_steps, width, reward_rows, bench_rows, native_rows, reward_steps, rl_rows,
+                 rl_steps, eval_instances, views, resolution, shard_size, workers, quiet):
+    """Run the loop's four stages small on the built-in data; write DIR/report.md."""
+    opts = {"seed": seed, "subjects": subjects, "editor_steps": editor_steps, "width": width, "reward_rows": reward_rows,
+            "bench_rows": bench_rows, "native_rows": native_rows, "reward_steps": reward_steps, "rl_rows": rl_rows,
+            "rl_steps": rl_steps, "eval_instances": eval_instances, "views": views, "resolution": resolution,
+            "shard_size": shard_size, "workers": workers, "progress": not quiet}
+    figures = run_loop(Path(out), opts)
+    click.echo((Path(out) / "report.md").read_text())
+    click.echo(f"report: {Path(out) / 'report.md'} (figures: {Path(out) / 'report.json'}); {figures['seconds']['total']:.0f} s")
