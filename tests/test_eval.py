@@ -154,14 +154,67 @@ def test_bootstrap_interval_contains_the_point_estimate(bench, fixed, tmp_path):
     assert again == report  # seeded bootstrap: same figures
 
 
-def test_failures_are_recorded_never_scored(bench, fixed, tmp_path):
+def test_failures_are_reported_never_scored_never_cached(bench, fixed, tmp_path):
     cache = tmp_path / "r.jsonl"
     report = evaluate.evaluate(bench, ScorerConfig(name="toy-broken", version="test"), cache, resamples=50)
     lines = [json.loads(line) for line in cache.read_text().splitlines()]
-    broken = [r for r in lines if "error" in r]
-    assert broken and all("scores" not in r and "cannot score part_add" in r["error"] for r in broken)
-    assert len(report["failures"]) == len(broken)
+    assert lines and all("scores" in r and "error" not in r for r in lines)  # only the instances it scored
+    broken = report["failures"]
+    assert broken and all("cannot score part_add" in f for f in broken)
+    assert len(broken) + len(lines) == report["instances"] == 24
     assert report["dimensions"]["overall"]["failed_rows"] == len(broken)
+
+
+class FlakyScorer:
+    """Fails on every instance until `fixed` is set: a cause that goes away between runs."""
+
+    def __init__(self):
+        self.fixed = False
+        self.calls = 0
+
+    @hookimpl
+    def plugin_info(self):
+        return PluginInfo(kind="scorer", provides=("toy-flaky",))
+
+    @hookimpl
+    def score(self, scorer, instance, candidates, ctx):
+        if scorer != "toy-flaky":
+            return None
+        self.calls += 1
+        if not self.fixed:
+            raise RuntimeError("toy-flaky is out of order")
+        return [CandidateScore(*(FIXED[d][c.rung - 1] for d in ("instruction_following", "consistency", "overall")))
+                for c in candidates]
+
+
+def test_failures_are_retried_by_the_next_run_and_an_old_error_line_is_no_result(bench, fixed, tmp_path):
+    flaky = FlakyScorer()
+    plugins.get_plugin_manager().register(flaky, name="toy-flaky")
+    config, cache = ScorerConfig(name="toy-flaky", version="test"), tmp_path / "r.jsonl"
+    failed = evaluate.evaluate(bench, config, cache, resamples=20)
+    assert len(failed["failures"]) == 24 and failed["dimensions"]["overall"]["accuracy"]["value"] == 0.0
+    assert not cache.exists() or not cache.read_text()  # nothing cached
+    # an error line as older versions cached it is skipped, not served as a result
+    first = next(reader.iter_rows(bench))
+    cache.write_text(json.dumps({"config_key": config.key, "modality": first[0], "key": first[1]["key"],
+                                 "error": "RuntimeError: old"}) + "\n")
+    flaky.fixed, flaky.calls = True, 0
+    healed = evaluate.evaluate(bench, config, cache, resamples=20)
+    assert flaky.calls == 24 and healed["failures"] == []
+    assert healed["dimensions"]["overall"]["accuracy"]["value"] == 1.0
+    flaky.calls = 0
+    assert evaluate.evaluate(bench, config, cache, resamples=20) == healed and flaky.calls == 0  # now cached
+
+
+def test_eval_command_exits_1_with_a_summary_when_rows_failed(bench, fixed, tmp_path):
+    from maskscore_core.cli import main
+
+    result = CliRunner().invoke(main, ["eval", "--bench", str(bench), "--scorer", "toy-broken", "--out",
+                                       str(tmp_path / "r.jsonl"), "--quiet"])
+    assert result.exit_code == 1, result.output
+    assert "## overall" in result.stdout  # the report is printed all the same
+    assert result.stderr.startswith("Error: toy-broken failed on ") and "of 24 instances" in result.stderr
+    assert "cannot score part_add" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
 def test_cache_is_reused_never_mixed_never_duplicated(bench, fixed, tmp_path):
@@ -211,7 +264,7 @@ def test_eval_command_writes_results_and_summary(bench, fixed, tmp_path):
     # the scorer renders like the bench was built (depth assets have that shape)
     assert (summary["scorer"]["views"], summary["scorer"]["resolution"]) == (3, 40)
     unknown = CliRunner().invoke(eval_command, ["--bench", str(bench), "--scorer", "nope", "--quiet"])
-    assert unknown.exit_code != 0 and "no installed scorer plugin provides 'nope'" in str(unknown.exception)
+    assert unknown.exit_code == 2 and "no installed scorer plugin provides 'nope'" in unknown.output
 
 
 def _built_with(bench) -> ScorerConfig:

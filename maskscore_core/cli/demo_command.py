@@ -19,23 +19,26 @@ from ..dataset.contact_sheet import draw_sheet
 from ..dataset.plan import BuildConfig
 from ..dataset.reader import iter_rows
 from ..dataset.runner import run_build
+from . import options
+from .eval_command import check_no_failures
 
 SCORERS = ("render-compare", "latent-l2")
 
 
 @click.command("demo")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--instances-per-modality", type=int, default=1, show_default=True,
+@click.option("--instances-per-modality", type=options.INSTANCES, default=1, show_default=True,
               help="Edit instances per modality (three bench rows each).")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--subjects", type=int, default=24, show_default=True,
+@click.option("--seed", type=options.SEED, default=0, show_default=True)
+@click.option("--subjects", type=options.SUBJECTS, default=24, show_default=True,
               help="Subjects drawn by the source; about a fifth are held out for the bench.")
-@click.option("--views", type=int, default=4, show_default=True)
-@click.option("--resolution", type=int, default=64, show_default=True)
-@click.option("--workers", type=int, default=1, show_default=True)
+@click.option("--views", type=options.VIEWS, default=4, show_default=True)
+@click.option("--resolution", type=options.RESOLUTION, default=64, show_default=True)
+@click.option("--workers", type=options.WORKERS, default=1, show_default=True)
 @click.option("--quiet", is_flag=True)
 def demo_command(out, instances_per_modality, seed, subjects, views, resolution, workers, quiet):
     """Build a small bench, grade render-compare and latent-l2 on it, write report and contact sheet."""
+    options.check_render_size(views, resolution)
     out = Path(out)
     rows = instances_per_modality * len(vocab.MODALITIES) * len(vocab.DIMENSIONS)
     config = BuildConfig(split="bench", out=out / "bench", rows=rows, seed=seed, subjects=subjects, views=views,
@@ -54,3 +57,4 @@ def demo_command(out, instances_per_modality, seed, subjects, views, resolution,
     sheet = draw_sheet(config.out, key, out / "sheet.png")
     click.echo(page)
     click.echo(f"report: {out / 'report.md'}; contact sheet of {key}: {sheet}")
+    check_no_failures(reports)

@@ -8,13 +8,15 @@ import attrs
 import click
 
 from .. import plugins
+from .output import noise_to_stderr
 
 
 @click.command("list-plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_plugins_command(as_json: bool) -> None:
     """List registered plugins with their version, kind, what they provide and their hooks."""
-    records = plugins.list_plugins()
+    with noise_to_stderr():  # a plugin that prints while loading cannot spoil the JSON
+        records = plugins.list_plugins()
     if as_json:
         click.echo(json.dumps([attrs.asdict(r) for r in records], indent=2))
         return

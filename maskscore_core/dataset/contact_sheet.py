@@ -31,6 +31,10 @@ class ContactSheetError(RuntimeError):
     """A row that cannot be drawn (unknown key, candidate that decodes to nothing drawable)."""
 
 
+class UnknownKeyError(ContactSheetError, LookupError):
+    """A key that no row of the bench has."""
+
+
 def _front_view(resolution: int):
     from ..views import ViewConfig
 
@@ -79,9 +83,14 @@ def _target_tile(target, part: str, resolution: int) -> np.ndarray:
 
 def _row_scores(root: Path, key: str) -> tuple[str, dict, dict[str, list[float]]]:
     """(modality, first row, {dimension: scores}) of the bench rows of `key`."""
-    found = [(m, row) for m, row in reader.iter_rows(root) if row["key"] == key]
+    keys, found = [], []
+    for m, row in reader.iter_rows(root):
+        keys.append(row["key"])
+        if row["key"] == key:
+            found.append((m, row))
     if not found:
-        raise ContactSheetError(f"no row with key {key!r} in {root}")
+        examples = ", ".join(repr(k) for k in sorted(set(keys))[:3]) or "none: the bench has no rows"
+        raise UnknownKeyError(f"no row with key {key!r} in {root}; its keys are the shards' `key` column, e.g. {examples}")
     modality, first = found[0]
     return modality, first, {row["dimension"]: list(row["scores"]) for _, row in found}
 
@@ -89,15 +98,17 @@ def _row_scores(root: Path, key: str) -> tuple[str, dict, dict[str, list[float]]
 def draw_sheet(root: Path, key: str, out: Path, resolution: int = 192) -> Path:
     """Draw the contact sheet of bench row `key` into `out` (PNG); `resolution` is the tile size."""
     root = Path(root)
+    settings = reader.render_settings(root)  # a corrupt card fails here, before anything is drawn
     modality, row, scores = _row_scores(root, key)
     instance: EditInstance = reader.load_instance(root, key)
     part = instance.instruction.part
-    tiles = [("frame A (input)", _target_tile(instance.a, part, resolution), None),
-             ("frame B (target)", _target_tile(instance.b, part, resolution), None)]
     with tempfile.TemporaryDirectory(prefix="maskscore-show-") as workdir:
-        # Assets are read back with the bench's own render settings (depth maps have that shape).
-        ctx = make_context(Path(workdir), 0, {**reader.render_settings(root), "dataset_root": str(root)})
+        # Assets are read back with the bench's own render settings (depth maps have that shape),
+        # and before anything is drawn: a row that cannot be read fails at once.
+        ctx = make_context(Path(workdir), 0, {**settings, "dataset_root": str(root)})
         candidates = reader.load_candidates(root, modality, row, ctx)
+        tiles = [("frame A (input)", _target_tile(instance.a, part, resolution), None),
+                 ("frame B (target)", _target_tile(instance.b, part, resolution), None)]
         for n, candidate in enumerate(candidates):
             decoded = plugins.call("decode_to_mesh", modality, asset=candidate.asset, instance=instance, ctx=ctx)
             tile = decoded_tile(decoded, part, resolution, f"candidate {n + 1}")

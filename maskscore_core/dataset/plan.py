@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from .. import edits, vocab
+from .. import edits, limits, vocab
 from .splits import SCORED_SPLITS, check_split
 
 # The design's sizes (EditScore's three datasets).
@@ -76,8 +76,10 @@ class BuildConfig:
             raise PlanError(f"--rows must be positive, got {self.rows}")
         if self.workers < 1:
             raise PlanError(f"--workers must be at least 1, got {self.workers}")
-        if self.views < 1 or self.resolution < 8:
-            raise PlanError(f"need at least 1 view and 8 px, got {self.views} views at {self.resolution} px")
+        try:  # the command line's bounds (`limits`)
+            limits.check_render_size(self.views, self.resolution)
+        except limits.LimitError as err:
+            raise PlanError(str(err)) from None
         if self.shard_size is not None and self.shard_size < 1:
             raise PlanError(f"shard size must be at least 1, got {self.shard_size}")
 

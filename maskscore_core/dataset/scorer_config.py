@@ -12,7 +12,7 @@ import json
 
 import attrs
 
-from .. import plugins
+from .. import limits, plugins
 
 DEFAULT_WEIGHTS = "default"
 
@@ -48,8 +48,11 @@ class ScorerConfig:
     seed: int = 0
 
     def __attrs_post_init__(self):
-        if self.num_pass < 1:
-            raise ScorerConfigError(f"--num-pass must be at least 1, got {self.num_pass}")
+        try:  # the command line's bounds (`limits`), for configs the library makes too
+            limits.check_range("--num-pass", self.num_pass, 1, limits.MAX_NUM_PASS)
+            limits.check_render_size(self.views, self.resolution)
+        except limits.LimitError as err:
+            raise ScorerConfigError(str(err)) from None
 
     def as_dict(self) -> dict:
         return attrs.asdict(self)
