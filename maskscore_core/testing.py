@@ -1,12 +1,14 @@
-"""Checks a modality plugin's tests share: it works alone, and without it the core answers
-nothing for its modality; and one real round trip of a modality through the core (encode, write,
-read, decode, score), which tests/test_plugins_installed_alone.py runs inside a fresh virtual
-environment holding only the core and one plugin. Third-party modality plugins can call them too."""
+"""Helpers for modality plugins' tests: small instances and contexts, the works-alone check, one
+real round trip through the core (encode, write, read, decode, score) and the ladder-order check.
+`maskscore_core.contract.ModalityContract` runs them for every plugin, and
+tests/test_plugins_installed_alone.py runs the round trip inside a fresh virtual environment
+holding only the core and one plugin."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -14,21 +16,22 @@ from . import plugins
 from .cli import main
 
 # A modality plugin registers its Modality and answers the two operation hooks on modalities.
-MODALITY_HOOKS = frozenset({"decode_to_mesh", "mask_part", "register_modalities"})
-# The old style (until every plugin has moved; maskscore_core.legacy).
-OLD_MODALITY_HOOKS = frozenset(
+# A modality plugin registers its Modality object and answers the two operation hooks for it.
+MODALITY_HOOKS = frozenset({"register_modalities", "decode_to_mesh", "mask_part"})
+# Plugins still in the per-hook style (maskscore_core.legacy) answer these instead.
+LEGACY_MODALITY_HOOKS = frozenset(
     {"decode_reference", "decode_to_mesh", "encode", "mask_part", "plugin_info", "read_asset", "reward_row", "write_asset"}
 )
-OPTIONAL_OLD_MODALITY_HOOKS = frozenset({"ladder_levels"})
+OPTIONAL_LEGACY_HOOKS = frozenset({"ladder_levels"})
 
 
 def check_modality_hooks(hooks) -> None:
-    """Every modality hook, and nothing but modality hooks."""
+    """Every modality hook, and nothing but modality hooks (of one style)."""
     hooks = set(hooks)
     if "register_modalities" in hooks:
         assert hooks == MODALITY_HOOKS, sorted(hooks)
     else:
-        assert OLD_MODALITY_HOOKS <= hooks <= OLD_MODALITY_HOOKS | OPTIONAL_OLD_MODALITY_HOOKS, sorted(hooks)
+        assert LEGACY_MODALITY_HOOKS <= hooks <= LEGACY_MODALITY_HOOKS | OPTIONAL_LEGACY_HOOKS, sorted(hooks)
 
 
 def _listed() -> dict[str, dict]:
@@ -114,6 +117,25 @@ def modality_round_trip(modality: str, workdir, config: dict | None = None) -> d
     }
 
 
+def speaking_instance(modality: str, text: str, key: str):
+    """A speech_edit of the mouth: frame A says "turn on the lights" over 30 frames, frame B "play
+    some music" over 40, the jaw moving with each."""
+    a = [face_state(jawOpen=j) for j in 0.2 * np.sin(np.linspace(0, 3, 30)) ** 2]
+    b = [face_state(jawOpen=j) for j in 0.7 * np.sin(np.linspace(0, 4, 40)) ** 2]
+    return unit_instance(modality, text, "speech_edit", a, b, key=key, transcripts=("turn on the lights", "play some music"))
+
+
+def check_round_trip(result: dict) -> None:
+    """What `modality_round_trip` must give: frame B (the ideal edit there) beats frame A on
+    instruction_following, frame A keeps consistency at least as well; every score is in
+    [0, 1], every asset written and every decoded array finite."""
+    assert result["labels"] == ["frame b", "frame a"]
+    assert result["written"] == [True, True] and result["decoded_finite"] == [True, True]
+    (b_if, b_cons, b_overall), (a_if, a_cons, a_overall) = result["scores"]
+    assert all(0.0 <= v <= 1.0 for v in (b_if, b_cons, b_overall, a_if, a_cons, a_overall))
+    assert b_if > a_if and a_cons >= b_cons
+
+
 def no_provider_message(modality: str) -> str | None:
     """The NoPluginError the core raises when asked for `modality`'s part mask, or None when a
     plugin answers."""
@@ -124,38 +146,60 @@ def no_provider_message(modality: str) -> str | None:
     return None
 
 
-def only_distributions(monkeypatch, *distributions: str):
-    """Body of an autouse fixture (`yield from`): only these plugin distributions load, plus the
-    core's built-ins, with a fresh plugin manager before and after the test; so a plugin's own
-    tests prove it works without the others."""
-    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", ",".join(distributions))
-    monkeypatch.delenv("MASKSCORE_STRICT_PLUGINS", raising=False)
-    plugins.reset()
-    yield
-    plugins.reset()
-
-
 def small_context(workdir, **config):
-    """A run context small enough for tests on shared cores: 4 views of 96 px, plus `config`."""
+    """A run context small enough for tests on shared cores: 4 views of 96 px and 48 px video
+    frames, plus `config`."""
     from .context import Context
 
-    return Context(workdir=workdir, seed=0, config={"views": 4, "resolution": 96, **config})
+    return Context(workdir=workdir, seed=0, config={"views": 4, "resolution": 96, "frame_resolution": 48, **config})
 
+
+def face_state(**actions: float):
+    """A `BodyState` of a subject aged 0.4 with the named facial actions set (jawOpen=0.8, ...)."""
+    from .body import get_body_model
+    from .records import BodyState
+
+    expression = np.zeros(52)
+    for name, value in actions.items():
+        expression[get_body_model().action_index(name)] = value
+    return BodyState(phenotype={"age": 0.4}, expression=expression)
+
+
+def unit_instance(modality: str, text: str, task_type: str, a, b, *, key: str = "unit-0001", voice: str = "en-us",
+                  transcripts: tuple[str, str] = ("", ""), fps: float = 25.0):
+    """An EditInstance of subject s1 (age 0.4) editing the mouth: frames A and B are a body state
+    each, or a sequence of them (clips), with their transcripts."""
+    from .records import BodyState, EditInstance, EditInstruction, Subject, Target
+
+    subject = Subject("s1", {"age": 0.4}, voice=voice)
+
+    def target(label, states, transcript):
+        states = (states,) if isinstance(states, BodyState) else tuple(states)
+        return Target(label, subject, states, transcript, fps=fps)
+
+    return EditInstance(
+        key=key, instruction=EditInstruction(text, "mouth", task_type, modality),
+        a=target("a", a, transcripts[0]), b=target("b", b, transcripts[1]),
+    )  # fmt: skip
 
 
 def misordered_pairs(modality: str, scores, dimensions=None) -> list[str]:
-    """The graded pairs of one ladder's scores (`records.CandidateScore`s of rungs 1-5, in
-    order) that are tied or in the wrong order, on `dimensions` (default: all three), by the
-    modality's own ladder levels (`dataset.protocol.levels_for`): [] when the ladder is
-    recovered exactly."""
+    """The graded pairs of one ladder's scores (`records.CandidateScore`s of the rungs the
+    modality makes, in order: `dataset.protocol.rungs_of`) that are tied or in the wrong order,
+    on `dimensions` (default: all three), by the modality's own ladder levels
+    (`dataset.protocol.levels_for`, where rung 1 is alone at the top on instruction_following
+    and overall): [] when the ladder is recovered exactly."""
     from . import vocab
-    from .dataset.protocol import graded_pairs, levels_for
+    from .dataset.protocol import graded_pairs, levels_for, rungs_of
 
     levels = levels_for(modality)
+    rungs = rungs_of(levels)
+    if len(scores) != len(rungs):
+        return [f"{len(scores)} scores for the {modality} ladder's rungs {rungs}"]
     wrong = []
     for dimension in vocab.DIMENSIONS if dimensions is None else dimensions:
         values = [getattr(score, dimension) for score in scores]
-        for better, worse in graded_pairs(dimension, list(range(1, len(values) + 1)), levels):
+        for better, worse in graded_pairs(dimension, rungs, levels):
             if not values[better] > values[worse]:
-                wrong.append(f"{dimension}: rung {better + 1} {values[better]:.4f} <= rung {worse + 1} {values[worse]:.4f}")
+                wrong.append(f"{dimension}: rung {rungs[better]} {values[better]:.4f} <= rung {rungs[worse]} {values[worse]:.4f}")
     return wrong

@@ -3,41 +3,43 @@ bad input, the ladder."""
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import numpy as np
 import pytest
 
-from maskscore_core.testing import check_modality_plugin_alone
-from maskscore_core import plugins, schemas, vocab
-from maskscore_core.body import get_body_model
-from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core import plugins, vocab
+from maskscore_core.contract import ModalityContract
+from maskscore_core.records import Asset, BodyState, Target
 from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.testing import face_state, unit_instance
 
 MODALITY = "keypoints"
-LADDER_INSTANCES = 4
 
 
-def test_works_alone_and_not_without_it(ctx, monkeypatch):
-    """Installed alone it provides keypoints and `maskscore list-plugins` shows it; not loaded, nothing answers."""
-    check_modality_plugin_alone(MODALITY, "maskscore-keypoints", monkeypatch, target=_instance().a, ctx=ctx)
+def _instance():
+    return unit_instance(MODALITY, "refit the mouth landmarks to frame B", "expression_change", face_state(), face_state(jawOpen=0.9))
 
 
-def _state(jaw_open: float = 0.0) -> BodyState:
-    expression = np.zeros(52)
-    expression[get_body_model().action_index("jawOpen")] = jaw_open
-    return BodyState(phenotype={"age": 0.4}, expression=expression)
+class TestKeypointsContract(ModalityContract):
+    """The ladder: README.md has the measured figures, and the face edits of other draws where
+    sparse keypoints swap rungs 2 and 3."""
 
-
-def _instance() -> EditInstance:
-    subject = Subject("s1", {"age": 0.4})
-    return EditInstance(
-        key="unit-0001",
-        instruction=EditInstruction("refit the mouth landmarks to frame B", "mouth", "expression_change", MODALITY),
-        a=Target("a", subject, (_state(),)),
-        b=Target("b", subject, (_state(jaw_open=0.9),)),
+    modality = MODALITY
+    distribution = "maskscore-keypoints"
+    bad_files = (
+        ([0.0] * 10, {}, "keypoints x 3 coordinates"),
+        (None, {}, "keypoints x 3 coordinates"),
+        (["a", "b", "c"], {}, "not a list of numbers"),
     )
+
+    def unit_instance(self):
+        return _instance()
+
+    def check_rows(self, table, values, instance, ctx):
+        assert len(values[0]) == 3 * len(_keypoint_set()) and all(type(v) is float for v in values[0])
+        assert table.column("input_keypoints").to_pylist() == [values[0]] * 3
+        assert table.column("output_keypoints").to_pylist() == [[values[1]]] * 3
 
 
 def _keypoint_set():
@@ -98,15 +100,6 @@ def test_column_round_trip_and_sidecar(ctx, tmp_path):
     assert [k["face"] for k in sidecar["keypoints"]] == _keypoint_set().faces.tolist()
 
 
-@pytest.mark.parametrize(
-    "value, message",
-    [([0.0] * 10, "keypoints x 3 coordinates"), (None, "keypoints x 3 coordinates"), (["a", "b", "c"], "not a list of numbers")],
-)
-def test_bad_keypoint_values_are_named(ctx, tmp_path, value, message):
-    with pytest.raises(ValueError, match=message):
-        plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
-
-
 def test_nan_keypoints_and_unknown_parts_are_named(ctx):
     from maskscore_core import parts
 
@@ -136,44 +129,3 @@ def test_accessory_keypoints_pin_the_accessory(ctx):
     truth = reference.vertices([with_hat.state])[0]
     np.testing.assert_allclose(decoded.vertices[start:stop], truth[start:stop])
     np.testing.assert_allclose(decoded.vertices[: reference.anny_vertex_count], truth[: reference.anny_vertex_count])
-
-
-def test_reward_row_has_seed_000_columns_and_validates(ctx, tmp_path):
-    instance = _instance()
-    values = [
-        plugins.call("write_asset", MODALITY, asset=plugins.call("encode", MODALITY, modality=MODALITY, target=t, ctx=ctx),
-                     directory=tmp_path, name=t.label, ctx=ctx)
-        for t in (instance.a, instance.b)
-    ]  # fmt: skip
-    row = plugins.call(
-        "reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values[0],
-        candidate_values=values[1:], scores=[0.7], dimension="overall", root=tmp_path, ctx=ctx,
-    )  # fmt: skip
-    assert list(row) == schemas.arrow_schema("KeypointEditReward").names
-    table = schemas.to_table("KeypointEditReward", [row])
-    assert table.column("output_keypoints").to_pylist() == [[values[1]]]
-    assert (tmp_path / row["conditioning_image"]).is_file()
-
-
-@pytest.fixture(scope="module")
-def built_in_instances(tmp_path_factory):
-    """Edit instances of this modality from the built-in ANNY source (3 subjects, 2 clips each)."""
-    from maskscore_core.edits import make_instances
-    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
-
-    trials = generate_trials(AnnySourceConfig(seed=0, subjects=3, trials_per_subject=2), tmp_path_factory.mktemp("trials"))
-    return make_instances(trials, MODALITY, np.random.default_rng(5), count=LADDER_INSTANCES)
-
-
-@pytest.mark.slow
-def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_instances):
-    """Seed 000's ladder on frame-pair candidates scored by render-compare: rung 1 > 2 > 3 > 4 > 5
-    on overall, instance by instance (README.md: measured figures, and the face edits of other
-    draws where sparse keypoints swap rungs 2 and 3)."""
-    for instance in built_in_instances:
-        candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality=MODALITY, instance=instance, ctx=ctx)
-        assert [c.rung for c in candidates] == [1, 2, 3, 4, 5]
-        assert all(c.asset.modality == MODALITY for c in candidates)
-        scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
-        overall = [s.overall for s in scores]
-        assert all(a > b for a, b in itertools.pairwise(overall)), f"{instance.key} ({instance.instruction.part}): {overall}"

@@ -6,36 +6,52 @@ import attrs
 import numpy as np
 import pytest
 
+from maskscore_core import plugins
+from maskscore_core.contract import SpokenModalityContract
+from maskscore_core.records import Asset, Subject, Target
 from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES
-from maskscore_core.testing import check_modality_plugin_alone, misordered_pairs
-from maskscore_core import plugins, schemas
-from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.testing import misordered_pairs, speaking_instance
 
 MODALITY = "speech"
-LADDER_INSTANCES = 3
 
 
-def test_works_alone_and_not_without_it(monkeypatch):
-    """Installed alone it provides speech and `maskscore list-plugins` shows it; not loaded, nothing answers."""
-    check_modality_plugin_alone(MODALITY, "maskscore-speech", monkeypatch)
+def _instance():
+    return speaking_instance(MODALITY, "resynthesize the mouth to say play some music", key="unit-speech-0001")
 
 
-def _state(jaw: float = 0.0) -> BodyState:
-    from maskscore_core.body import get_body_model
+class TestSpeechContract(SpokenModalityContract):
+    """The ladder (`LADDER_LEVELS`): the design's order on instruction_following and overall; on
+    consistency rungs 1-4 level, since audio moves only the mouth, above rung 5. Rung 1 (frame B's
+    phrase) > rung 2 (two thirds of B's words) > rung 3 (one third) > rung 4 (frame A's words) >
+    rung 5 (another subject's voice, identified as theirs and decoded onto that subject's body).
+    Seed 0's three subjects speak in en-us+belinda, en-us+aunty and en+travis (voices are dealt
+    without replacement, see trials.subjects), which the speaker matcher tells apart."""
 
-    expression = np.zeros(52)
-    expression[get_body_model().action_index("jawOpen")] = jaw
-    return BodyState(phenotype={"age": 0.4}, expression=expression)
-
-
-def _instance() -> EditInstance:
-    subject = Subject("s1", {"age": 0.4}, voice="en-us")
-    return EditInstance(
-        key="unit-speech-0001",
-        instruction=EditInstruction("resynthesize the mouth to say play some music", "mouth", "speech_edit", MODALITY),
-        a=Target("a", subject, tuple(_state(j) for j in 0.2 * np.sin(np.linspace(0, 3, 30)) ** 2), "turn on the lights", fps=25.0),
-        b=Target("b", subject, tuple(_state(j) for j in 0.7 * np.sin(np.linspace(0, 4, 40)) ** 2), "play some music", fps=25.0),
+    modality = MODALITY
+    distribution = "maskscore-speech"
+    bad_files = (
+        ("missing.wav", {}, "not found"),
+        ("corrupt.wav", {"corrupt.wav": b"RIFF\x00\x00junk"}, "not a readable wav"),
     )
+    ladder_instances = 3
+    ladder_seed = 0
+
+    def unit_instance(self):
+        return _instance()
+
+    def check_rows(self, table, values, instance, ctx):
+        assert table.column("input_audio").to_pylist() == ["assets/input.wav"] * 3
+        assert table.column("output_audios").to_pylist() == [["assets/rung1.wav"]] * 3
+
+    def check_ladders(self, ladders):
+        from maskscore_speech.speaker_body import speaker_body
+
+        for instance, candidates, scores in ladders:
+            assert instance.other is not None and instance.other.subject.voice != instance.a.subject.voice
+            # Rung 5 speaks in the other subject's voice, so it is decoded onto their body.
+            assert speaker_body(candidates[4].asset.data.samples, instance)[0] == instance.other.subject.subject_id
+            assert misordered_pairs(MODALITY, scores) == [], instance.key
+            assert scores[1].distances["if.activation"] < scores[3].distances["if.activation"], instance.key
 
 
 def test_audio_decodes_to_face_motion_on_frame_a_body(ctx):
@@ -116,20 +132,6 @@ def test_a_word_too_short_to_measure_a_voice_from_is_frame_a_speaking(ctx):
     assert decoded.activations.shape[0] == len(instance.b.states)
 
 
-def test_references_are_video_activations_on_frame_a_body(ctx):
-    from maskscore_core.body import get_body_model
-
-    instance = _instance()
-    ref_a = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="a", ctx=ctx)
-    ref_b = plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="b", ctx=ctx)
-    jaw = get_body_model().action_index("jawOpen")
-    np.testing.assert_array_equal(ref_b.activations[:, jaw], [s.expression[jaw] for s in instance.b.states])
-    np.testing.assert_array_equal(ref_a.activations[30:], 0.0)  # A's clip ended: the rest pose
-    assert max(np.abs(fa - fb).max() for fa, fb in zip(ref_a.frames, ref_b.frames)) > 2e-3  # the jaw
-    with pytest.raises(ValueError, match="'a' or 'b'"):
-        plugins.call("decode_reference", MODALITY, modality=MODALITY, instance=instance, which="x", ctx=ctx)
-
-
 def test_wav_round_trip_is_deterministic(ctx, tmp_path):
     instance = _instance()
     asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
@@ -144,14 +146,6 @@ def test_wav_round_trip_is_deterministic(ctx, tmp_path):
 
 
 def test_bad_audio_is_named(ctx, tmp_path):
-    def read(value):
-        return plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
-
-    with pytest.raises(ValueError, match="not found"):
-        read("missing.wav")
-    (tmp_path / "corrupt.wav").write_bytes(b"RIFF\x00\x00junk")
-    with pytest.raises(ValueError, match="not a readable wav"):
-        read("corrupt.wav")
     samples = np.zeros(800, dtype=np.float64)
     samples[3] = np.nan
     with pytest.raises(ValueError, match="NaN"):
@@ -166,74 +160,3 @@ def _waveform(samples):
     from maskscore_speech.representation import Waveform
 
     return Waveform(samples)
-
-
-def test_masks_are_face_actions(ctx):
-    from maskscore_core.parts import PartError
-
-    assert "jawOpen" in plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)
-    with pytest.raises(ValueError, match="antenna"):
-        plugins.call("mask_part", MODALITY, modality=MODALITY, part="antenna", ctx=ctx)
-    for part in ("ears", "irides", "eyebrow"):
-        with pytest.raises(PartError, match="only the mouth and jaw"):
-            plugins.call("mask_part", MODALITY, modality=MODALITY, part=part, ctx=ctx)
-
-
-def test_reward_row_validates_against_the_schema(ctx, tmp_path):
-    instance = _instance()
-    values = []
-    for target in (instance.a, instance.b):
-        asset = plugins.call("encode", MODALITY, modality=MODALITY, target=target, ctx=ctx)
-        values.append(plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name=target.label, ctx=ctx))
-    rows = [
-        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=values[0],
-                     candidate_values=[values[1]], scores=[0.8], dimension=dimension, root=tmp_path, ctx=ctx)
-        for dimension in ("instruction_following", "consistency", "overall")
-    ]  # fmt: skip
-    table = schemas.to_table("SpeechEditReward", rows)
-    assert table.column("output_audios").to_pylist()[0] == ["assets/b.wav"]
-    assert (tmp_path / rows[0]["conditioning_image"]).is_file()
-
-
-def test_other_modalities_are_not_answered(ctx):
-    assert plugins.get_plugin_manager().hook.encode(modality="text", target=_instance().a, ctx=ctx) is None
-
-
-def _ladder_scores(instance, ctx):
-    """The frame-pair editor's five rungs and their scores under the built-in render-compare."""
-    candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality=MODALITY, instance=instance, ctx=ctx)
-    assert [c.rung for c in candidates] == [1, 2, 3, 4, 5]
-    scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
-    return candidates, scores
-
-
-# Seed 0's three subjects speak in en-us+belinda, en-us+aunty and en+travis (voices are dealt
-# without replacement, see trials.subjects), which the speaker matcher tells apart, so rung 5 is
-# decoded onto the other subject's body in every instance.
-LADDER_SEED = 0
-
-
-@pytest.fixture(scope="module")
-def built_in_trials(tmp_path_factory):
-    from maskscore_core.trials import anny_source
-
-    config = anny_source.AnnySourceConfig(seed=LADDER_SEED, subjects=3, trials_per_subject=2)
-    return anny_source.generate_trials(config, tmp_path_factory.mktemp("trials"))
-
-
-def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_trials):
-    """On every instance every pair of rungs the speech ladder ranks (`LADDER_LEVELS`: the
-    design's order on instruction_following and overall; on consistency rungs 1-4 level, since
-    audio moves only the mouth, above rung 5) is in that order: rung 1 (frame B's phrase) >
-    rung 2 (two thirds of B's words) > rung 3 (one third) > rung 4 (frame A's words) > rung 5
-    (another subject's voice, identified as theirs and decoded onto that subject's body)."""
-    from maskscore_core.edits import make_instances
-    from maskscore_speech.speaker_body import speaker_body
-
-    for instance in make_instances(built_in_trials, MODALITY, np.random.default_rng(0), LADDER_INSTANCES):
-        assert instance.other is not None and instance.other.subject.voice != instance.a.subject.voice
-        candidates, scores = _ladder_scores(instance, ctx)
-        # Rung 5 speaks in the other subject's voice, so it is decoded onto their body.
-        assert speaker_body(candidates[4].asset.data.samples, instance)[0] == instance.other.subject.subject_id
-        assert misordered_pairs(MODALITY, scores) == [], instance.key
-        assert scores[1].distances["if.activation"] < scores[3].distances["if.activation"], instance.key

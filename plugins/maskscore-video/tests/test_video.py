@@ -8,39 +8,40 @@ import shutil
 import numpy as np
 import pytest
 
-from maskscore_core import plugins, schemas
-from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core import plugins
+from maskscore_core.contract import ModalityContract
+from maskscore_core.records import Asset
 from maskscore_core.reference_mesh import get_reference_mesh
-from maskscore_core.testing import check_modality_plugin_alone
+from maskscore_core.testing import face_state, unit_instance
 
 MODALITY = "video"
-LADDER_INSTANCES = 2
 
 
-def test_works_alone_and_not_without_it(monkeypatch):
-    """Installed alone it provides video and `maskscore list-plugins` shows it; not loaded, nothing answers."""
-    check_modality_plugin_alone(MODALITY, "maskscore-video", monkeypatch)
+def _instance():
+    return unit_instance(
+        MODALITY, "transition the mouth from frame A to frame B", "temporal_edit",
+        [face_state(jawOpen=j) for j in (0.0, 0.1, 0.0, 0.1, 0.0)],
+        [face_state(jawOpen=j) for j in (0.0, 0.4, 0.8, 0.4, 0.0)],
+        key="unit-video-0001", transcripts=("turn on the lights", "play some music"), fps=10.0,
+    )  # fmt: skip
 
 
-def _state(jaw: float) -> BodyState:
-    from maskscore_core.body import get_body_model
+class TestVideoContract(ModalityContract):
+    """The ladder on the first built-in instances (a neck and a mouth edit)."""
 
-    expression = np.zeros(52)
-    expression[get_body_model().action_index("jawOpen")] = jaw
-    return BodyState(phenotype={"age": 0.4}, expression=expression)
+    modality = MODALITY
+    distribution = "maskscore-video"
+    bad_files = (("nope", {}, "does not exist"), ("empty", {"empty": None}, "no frames.json"))
+    ladder_instances = 2
+    ladder_seed = 0
 
+    def unit_instance(self):
+        return _instance()
 
-def _clip_target(label: str, jaws, transcript="turn on the lights") -> Target:
-    return Target(label, Subject("s1", {"age": 0.4}), tuple(_state(j) for j in jaws), transcript, fps=10.0)
-
-
-def _instance() -> EditInstance:
-    return EditInstance(
-        key="unit-video-0001",
-        instruction=EditInstruction("transition the mouth from frame A to frame B", "mouth", "temporal_edit", MODALITY),
-        a=_clip_target("a", [0.0, 0.1, 0.0, 0.1, 0.0]),
-        b=_clip_target("b", [0.0, 0.4, 0.8, 0.4, 0.0], "play some music"),
-    )
+    def check_rows(self, table, values, instance, ctx):
+        assert table.column("input_video").to_pylist() == ["assets/input"] * 3
+        assert table.column("aligned_audio").to_pylist() == ["assets/input/audio.wav"] * 3
+        assert (ctx.workdir / "assets/input/audio.wav").is_file()
 
 
 def test_decode_gives_sampled_frames_middle_mesh_and_activations(ctx):
@@ -88,8 +89,6 @@ def test_bad_folders_are_named(ctx, tmp_path):
     def read(value):
         return plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
 
-    with pytest.raises(ValueError, match="does not exist"):
-        read("nope")
     value = _write(ctx, tmp_path)
     folder = tmp_path / value
     broken = tmp_path / "broken"
@@ -138,49 +137,3 @@ def test_mask_is_part_vertices_and_actions(ctx):
     mask = plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)
     np.testing.assert_array_equal(mask["vertex_ids"], parts.part_vertex_ids("mouth"))
     assert "jawOpen" in mask["actions"]
-
-
-def test_reward_row_validates_against_the_schema(ctx, tmp_path):
-    instance = _instance()
-    input_value = _write(ctx, tmp_path, "a")
-    candidates = [_write(ctx, tmp_path, "b")]
-    rows = [
-        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=input_value,
-                     candidate_values=candidates, scores=[0.75], dimension=dimension, root=tmp_path, ctx=ctx)
-        for dimension in ("instruction_following", "consistency", "overall")
-    ]  # fmt: skip
-    table = schemas.to_table("VideoEditReward", rows)
-    assert table.column("aligned_audio").to_pylist()[0] == "assets/a/audio.wav"
-    assert (tmp_path / "assets/a/audio.wav").is_file()
-    with pytest.raises(ValueError, match="2 scores for 1"):
-        plugins.call("reward_row", MODALITY, modality=MODALITY, instance=instance, input_value=input_value,
-                     candidate_values=candidates, scores=[0.1, 0.2], dimension="overall", root=tmp_path, ctx=ctx)  # fmt: skip
-
-
-def test_other_modalities_are_not_answered(ctx):
-    assert plugins.get_plugin_manager().hook.encode(modality="speech", target=_instance().a, ctx=ctx) is None
-
-
-def _ladder_scores(instance, ctx):
-    """Overall scores of the frame-pair editor's five rungs under the built-in render-compare."""
-    candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality=MODALITY, instance=instance, ctx=ctx)
-    assert [c.rung for c in candidates] == [1, 2, 3, 4, 5]
-    scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
-    return [s.overall for s in scores]
-
-
-@pytest.fixture(scope="module")
-def built_in_trials(tmp_path_factory):
-    from maskscore_core.trials import anny_source
-
-    config = anny_source.AnnySourceConfig(seed=0, subjects=3, trials_per_subject=2)
-    return anny_source.generate_trials(config, tmp_path_factory.mktemp("trials"))
-
-
-def test_ladder_is_recovered_on_built_in_trials(ctx, built_in_trials):
-    """rung 1 > 2 > 3 > 4 > 5 on overall for the first instances (a neck and a mouth edit)."""
-    from maskscore_core.edits import make_instances
-
-    for instance in make_instances(built_in_trials, MODALITY, np.random.default_rng(0), LADDER_INSTANCES):
-        overall = _ladder_scores(instance, ctx)
-        assert all(better > worse for better, worse in zip(overall, overall[1:])), (instance.key, overall)

@@ -12,6 +12,7 @@ import pytest
 
 from maskscore_core import edits, plugins, schemas, vocab
 from maskscore_core.context import Context
+from maskscore_core.registration import tasks_of
 from maskscore_core.records import Appearance, Asset, BodyState, EditInstance, EditInstruction, Subject, Target
 
 MODALITY = "video"
@@ -33,10 +34,10 @@ def small_ctx(tmp_path):
 
 def test_video_lists_the_appearance_task_types_on_the_parts_it_edits():
     assert set(edits.APPEARANCE_TASK_TYPES) <= set(edits.task_types(MODALITY))
-    table = edits.TASK_TABLE[MODALITY]
+    table = edits.task_table(MODALITY)
     assert sorted(table) == sorted(("mouth", "face", "eyebrow", "irides", "neck"))
     for part, value in table.items():
-        tasks = edits._tasks_of(value)
+        tasks = tasks_of(value)
         assert tasks[0] == "temporal_edit", part  # what an undirected draw gives
         for task in tasks[1:]:
             assert part in edits.APPEARANCE_PARTS[task] and part in vocab.GROUP_PARTS[vocab.task_group(task)]
