@@ -109,12 +109,15 @@ def check_topology(faces: np.ndarray, vertex_count: int, what: str = "mesh") -> 
     reference = get_reference_mesh()
     expected = reference.faces if vertex_count == reference.vertex_count else reference.body.faces
     faces = np.asarray(faces, dtype=np.int64).reshape(-1, 3) if np.size(faces) else np.zeros((0, 3), np.int64)
-    if faces.shape == expected.shape and (np.array_equal(faces, expected) or
-                                          np.array_equal(_triangle_set(faces), _triangle_set(expected))):
+    if faces.shape == expected.shape and np.array_equal(faces, expected):
         return
+    theirs = {tuple(t) for t in _triangle_set(faces)}
+    missing = sum(1 for t in _triangle_set(expected) if tuple(t) not in theirs)
+    if not missing and len(faces) == len(expected):
+        return  # the same triangles, listed in another order or winding
     raise MeshFileError(
-        f"{what}: its {len(faces)} triangles are not the reference topology's {len(expected)} (same vertex count,"
-        " other faces); a MaskScore mesh keeps the reference mesh's faces: deform the reference mesh, do not remesh it"
+        f"{what}: its {len(faces)} triangles are not the reference topology's {len(expected)} ({missing} of the"
+        " reference's are missing); a MaskScore mesh keeps the reference mesh's faces: deform it, do not remesh it"
     )
 
 

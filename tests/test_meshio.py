@@ -74,3 +74,43 @@ def test_non_finite_vertices_are_named(tmp_path, vertices):
         read_vertices(path)
     with pytest.raises(ValueError, match="NaN or infinite"):
         write_mesh(tmp_path / "nan.glb", broken)
+
+
+def _export(path, vertices, faces):
+    import trimesh
+
+    data = trimesh.Trimesh(vertices, faces, process=False).export(file_type=path.suffix[1:])
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".glb", ".ply"])
+def test_the_reference_triangles_in_any_order_or_winding_are_the_reference_topology(tmp_path, vertices, suffix):
+    faces = get_reference_mesh().faces
+    shuffled = np.random.default_rng(0).permutation(faces)[:, [0, 2, 1]]
+    back = read_vertices(_export(tmp_path / f"shuffled{suffix}", vertices, shuffled))
+    assert np.abs(back - vertices).max() < 1e-6
+
+
+@pytest.mark.parametrize("suffix", [".glb", ".ply"])
+def test_other_faces_on_the_reference_vertex_count_are_refused(tmp_path, vertices, suffix):
+    faces = get_reference_mesh().faces.copy()
+    faces[100] = faces[200]  # one triangle replaced: a different surface on the same vertices
+    with pytest.raises(MeshFileError, match=r"triangles are not the reference topology's .*\(1 of the reference's are missing\)"):
+        read_vertices(_export(tmp_path / f"other{suffix}", vertices, faces))
+    with pytest.raises(MeshFileError, match="triangles are not the reference topology's"):
+        read_vertices(_export(tmp_path / f"fewer{suffix}", vertices, faces[:-10]))
+
+
+@pytest.mark.parametrize("scale, moved", [(1e6, 0.0), (100.0, 0.0), (1e-3, 0.0), (1.0, 50.0)])
+def test_coordinates_no_body_can_have_are_refused(tmp_path, vertices, scale, moved):
+    path = _export(tmp_path / "scaled.glb", vertices * scale + moved, get_reference_mesh().faces)
+    with pytest.raises(MeshFileError, match=r"coordinates reach .* m from the origin .*was the mesh scaled"):
+        read_vertices(path)
+
+
+def test_a_body_of_the_reference_model_is_within_the_extent_bounds(vertices):
+    from maskscore_core import meshio
+
+    span = (vertices.max(axis=0) - vertices.min(axis=0)).max()
+    assert meshio.MIN_SPAN_M * 10 < span < meshio.MAX_SPAN_M / 2 and np.abs(vertices).max() < meshio.MAX_REACH_M / 5
