@@ -5,10 +5,18 @@
 | 1    | frame B's representation for the part  | A with the part's values taken from B            |
 | 2    | interpolation between A and B           | the part moved INTERPOLATION_T (0.5) of the way  |
 | 3    | partial edit (wrong severity)           | the part moved PARTIAL_T (0.2) of the way        |
-| 4    | wrong part edited                       | B's values on another part that shares no action,|
-|      |                                         | bone or slot with it (the one changing most);    |
-|      |                                         | never the neck, whose bones carry every part     |
+| 4    | wrong part edited                       | another part the modality edits that shares no   |
+|      |                                         | action, bone or slot with it (the neck only when |
+|      |                                         | nothing else is left): B's values there when B   |
+|      |                                         | really changes it, else its stock edit           |
 | 5    | wrong subject                           | `instance.other`: another subject's frame/clip   |
+
+Rung 4 is always a real edit of another part (`wrong_part`, `stock_edit`): frame pairs are drawn
+so that the rest changes less than the part, so B's values on another part are often A's own,
+and a part the modality cannot show (a pose has no brows) would leave the candidate equal to
+frame A: a rung that "does nothing" instead of "edits the wrong part". A modality that edits no
+other part (speech and text move only the mouth) makes no rung 4: its ladder levels drop it
+(`dataset.protocol`), and `build_ladder` makes the rungs they keep.
 
 "The part's values" are its facial actions and SOMA bones (`parts.part_actions`,
 `parts.part_bones`), its regional scale (`BodyState.part_scale`) and, for accessory parts, the
@@ -212,21 +220,74 @@ def _footprint(part: str) -> set[str]:
     )
 
 
-def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> str:
-    """The part rung 4 edits instead: shares nothing with `part` and is not the neck (moving the
-    neck moves the head, so every other part with it); among those the modality edits (else any
-    active or accessory part), the one that changes most from A to B (vocab order on ties)."""
+class NoWrongPart(LadderError):
+    """The modality edits no part that shares nothing with the edited one: rung 4 cannot be made
+    (its ladder levels must drop it, `dataset.protocol`)."""
+
+
+def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> tuple[str, bool]:
+    """The part rung 4 edits instead, and whether it takes B's values there (else `stock_edit`).
+
+    Only parts the modality itself edits (its task table: what its representation can show)
+    that share nothing with `part`; the neck only when nothing else is left (its bones carry the
+    head, so every other part with it). Among those, the one changing most from A to B (vocab
+    order on ties) takes B's values where it really changes (`part_change` >= 1), else its stock
+    edit, so rung 4 is always a real edit. NoWrongPart when the modality edits no such part."""
     _check_part(part)
     target = _footprint(part)
-    pools = [list(task_table(modality)), list(vocab.ACTIVE_FACE_PARTS + vocab.ACCESSORY_PARTS)]
-    for pool in pools:
-        candidates = [p for p in vocab.PARTS if p in pool and p not in (part, "neck") and not (_footprint(p) & target)]
-        if candidates:
-            changes = [part_change(p, a, b) for p in candidates]
-            best = max(changes)
-            if best > 0 or pool is pools[-1]:
-                return candidates[changes.index(best)]
-    raise LadderError(f"no part shares nothing with {part!r}; cannot build the wrong-part rung")
+    pool = [p for p in vocab.PARTS if p in task_table(modality) and p != part and not (_footprint(p) & target)]
+    pool = [p for p in pool if p != "neck"] or pool
+    if not pool:
+        raise NoWrongPart(f"the {modality} modality edits no part that shares nothing with the {part!r}:"
+                          " rung 4 (wrong part) cannot be made; its ladder levels must drop it")
+    changes = [part_change(p, a, b) for p in pool]
+    best = max(changes)
+    return pool[changes.index(best)], best >= 1.0
+
+
+# The stock edit of a part (rung 4 where B does not change the wrong part): for parts moved by
+# facial actions, these actions (a gaze up, a jaw opening, a brow raise, a sneer; a part's own
+# opposing actions moved together would cancel) move by STOCK_STEPS x ACTION_DELTA towards the
+# farther end of [0, 1]; bones turn by STOCK_STEPS x BONE_DELTA_RAD about their local up axis;
+# a regional scale changes by STOCK_STEPS x SCALE_DELTA; an accessory slot toggles (removed, or
+# its first variant put on). Twice each threshold: plainly an edit, within what the trials do.
+STOCK_STEPS = 2.0
+STOCK_ACTIONS: dict[str, tuple[str, ...]] = {
+    "irides": ("eyeLookUpLeft", "eyeLookUpRight"),
+    "mouth": ("jawOpen",),
+    "eyebrow": ("browInnerUp", "browOuterUpLeft", "browOuterUpRight"),
+    "nose": ("noseSneerLeft", "noseSneerRight"),
+    "face": ("jawOpen", "browInnerUp"),
+    "eyewhite": ("eyeWideLeft", "eyeWideRight"),
+    "eyelash": ("eyeBlinkLeft", "eyeBlinkRight"),
+}
+
+
+def stock_edit(a: BodyState, part: str) -> BodyState:
+    """A's state with `part` edited by a fixed, deterministic amount (see STOCK_ACTIONS)."""
+    from . import edits, parts
+    from .body import get_body_model
+
+    _check_part(part)
+    if part in vocab.ACCESSORY_PARTS:
+        slot = accessories.slot_for_part(part)
+        others = tuple(n for n in a.accessories if accessories.slot_of(n) != slot)
+        worn = () if accessories.worn(a.accessories, slot) else (next(iter(sorted(accessories.VARIANTS[slot]))),)
+        return attrs.evolve(a, accessories=tuple(sorted(others + worn)), part_scale=_with_scale(a.part_scale, part, 1.0))
+    body = get_body_model()
+    expression, pose = a.expression.copy(), a.pose.copy()
+    scale = a.part_scale.get(part, 1.0)
+    if part in STOCK_ACTIONS:
+        step = STOCK_STEPS * edits.ACTION_DELTA
+        for i in (body.action_index(name) for name in STOCK_ACTIONS[part]):
+            expression[i] = min(1.0, expression[i] + step) if expression[i] < 0.5 else max(0.0, expression[i] - step)
+    elif parts.part_bones(part):
+        for name in parts.part_bones(part):
+            pose[body.bone_index(name), 0] += STOCK_STEPS * edits.BONE_DELTA_RAD  # SOMA's local x is up: a turn
+    else:  # a region (hair, ears): its scale is its edit
+        step = STOCK_STEPS * edits.SCALE_DELTA
+        scale = scale + step if scale <= 1.0 else scale - step
+    return attrs.evolve(a, expression=expression, pose=pose, part_scale=_with_scale(a.part_scale, part, scale))
 
 
 def mix_phrase(phrase_a: str, phrase_b: str, t: float) -> str:
@@ -268,7 +329,7 @@ def _resample(states: tuple[BodyState, ...], length: int) -> list[BodyState]:
 
 def _rung_maker(instance: EditInstance):
     """(part, rung(number, label, edit_part, t, transcript) -> Target, the four phrases, the
-    fractions t of rungs 2 and 3)."""
+    fractions t of rungs 2 and 3). t None: the part's `stock_edit` instead of B's values."""
     part = _check_part(instance.instruction.part)
     modality = instance.instruction.modality
     a, b = instance.a, instance.b
@@ -283,14 +344,16 @@ def _rung_maker(instance: EditInstance):
     else:
         states_a, states_b = [a.state], [b.state]
 
-    def change(sa: BodyState, sb: BodyState, edit_part: str, t: float) -> BodyState:
+    def change(sa: BodyState, sb: BodyState, edit_part: str, t: float | None) -> BodyState:
+        if t is None:  # rung 4 where B leaves the wrong part as it is
+            return stock_edit(sa, edit_part)
         if task not in APPEARANCE_TASK_TYPES:
             return apply_part(sa, sb, edit_part, t)
         if edit_part == part:
             return apply_look(sa, sb, part, t, task)
         return misapply_look(sa, sb, part, edit_part, task)
 
-    def rung(number: int, label: str, edit_part: str, t: float, transcript: str) -> Target:
+    def rung(number: int, label: str, edit_part: str, t: float | None, transcript: str) -> Target:
         states = [change(sa, sb, edit_part, t) for sa, sb in zip(states_a, states_b)]
         fps = b.fps if phrase_ladder else a.fps
         return Target(label=label, subject=a.subject, states=states, transcript=transcript, fps=fps, rung=number)
@@ -319,20 +382,42 @@ def ideal_edit(instance: EditInstance) -> Target:
     return rung(1, "frame B's part on frame A", part, 1.0, phrases[0])
 
 
-def build_ladder(instance: EditInstance) -> list[Target]:
-    """The five rung Targets of `instance`, best first (rung 1 .. rung 5)."""
+def ladder_rungs(modality: str) -> list[int]:
+    """The rungs `modality` makes: all five but those its ladder levels drop (`dataset.protocol`)."""
+    from .dataset.protocol import levels_for, rungs_of
+
+    return rungs_of(levels_for(modality))
+
+
+def build_ladder(instance: EditInstance, rungs: list[int] | None = None) -> list[Target]:
+    """The rung Targets of `instance`, best first: `rungs` (default: those its modality makes,
+    `ladder_rungs`) of rung 1 .. rung 5."""
     if instance.other is None:
         raise LadderError(f"instance {instance.key!r} has no other subject; the wrong-subject rung needs one")
+    modality = instance.instruction.modality
+    rungs = ladder_rungs(modality) if rungs is None else list(rungs)
     part, rung, phrases, steps = _rung_maker(instance)
-    task = instance.instruction.task_type
+    makers = {
+        1: lambda: rung(1, "rung 1: frame B's part", part, 1.0, phrases[0]),
+        2: lambda: rung(2, "rung 2: interpolation", part, steps[0], phrases[1]),
+        3: lambda: rung(3, "rung 3: partial edit", part, steps[1], phrases[2]),
+        4: lambda: _wrong_part_rung(instance, rung, phrases[3]),
+        5: lambda: attrs.evolve(instance.other, label="rung 5: wrong subject", rung=5),
+    }
+    unknown = [r for r in rungs if r not in makers]
+    if unknown:
+        raise LadderError(f"rungs {unknown} are not on the ladder (1-5)")
+    return [makers[r]() for r in sorted(rungs)]
+
+
+def _wrong_part_rung(instance: EditInstance, rung, transcript: str) -> Target:
+    """Rung 4: the asked change made on another part (appearance task types: `wrong_look_part`),
+    or B's values on another part, or that part's stock edit (`wrong_part`)."""
+    part, task = instance.instruction.part, instance.instruction.task_type
     if task in APPEARANCE_TASK_TYPES:
         wrong = wrong_look_part(part, task)
-    else:
-        wrong = wrong_part(part, instance.instruction.modality, instance.a.state, instance.b.state)
-    return [
-        rung(1, "rung 1: frame B's part", part, 1.0, phrases[0]),
-        rung(2, "rung 2: interpolation", part, steps[0], phrases[1]),
-        rung(3, "rung 3: partial edit", part, steps[1], phrases[2]),
-        rung(4, f"rung 4: wrong part ({wrong})", wrong, 1.0, phrases[3]),
-        attrs.evolve(instance.other, label="rung 5: wrong subject", rung=5),
-    ]
+        return rung(4, f"rung 4: wrong part ({wrong})", wrong, 1.0, transcript)
+    wrong, from_b = wrong_part(part, instance.instruction.modality, instance.a.state, instance.b.state)
+    if from_b:
+        return rung(4, f"rung 4: wrong part ({wrong})", wrong, 1.0, transcript)
+    return rung(4, f"rung 4: wrong part, stock edit ({wrong})", wrong, None, transcript)

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from maskscore_core import Editor, Modality, Scorer, Source, hookimpl, legacy, plugins, vocab
+from maskscore_core.ladder import ladder_rungs
 from maskscore_core.records import (
     Asset,
     BodyState,
@@ -178,7 +179,9 @@ def edit(editor, modality, instance, ctx):
     wrong_part[ACTIONS - 1] += 0.5
     vectors = [b, 0.5 * (a + b), 0.8 * a + 0.2 * b, wrong_part, state_vector(instance.other.state)]
     labels = ["frame_b", "interpolation", "partial", "wrong_part", "wrong_subject"]
-    return [Candidate(label, Asset(modality, v), rung) for rung, (label, v) in reversed(list(enumerate(zip(labels, vectors), 1)))]
+    made = ladder_rungs(modality)  # speech and text drop rung 4
+    return [Candidate(label, Asset(modality, v), rung) for rung, (label, v) in reversed(list(enumerate(zip(labels, vectors), 1)))
+            if rung in made]
 
 
 def _distances(instance, candidates):

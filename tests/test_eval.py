@@ -36,9 +36,11 @@ FIXED = {
     "overall": [5.0, 4.0, 3.0, 2.0, 1.0],  # 10 pairs, all right
 }
 EXPECTED_ACCURACY = {"instruction_following": 8 / 9, "consistency": 4 / 7, "overall": 1.0}
-# Speech and text declare their own consistency levels (audio and text move only the mouth):
-# speech grades only rungs 1-4 above rung 5 (4 pairs, all right); text grades no consistency pair.
+# Speech and text declare their own levels (audio and text move only the mouth): their rows hold
+# rungs 1, 2, 3, 5 (rung 4 dropped); instruction_following grades 6 pairs there (2=3 is a tie);
+# on consistency speech grades rungs 1-3 above rung 5 (3 pairs, all right), text no pair.
 EXPECTED_CONSISTENCY = {"speech": 1.0, "text": None}
+EXPECTED_SPEECH_IF = 5 / 6
 
 
 class FixedScorer:
@@ -81,25 +83,25 @@ def test_pairs_follow_the_ladder_and_leave_expected_ties_out():
     consistency = protocol.graded_pairs("consistency", [1, 2, 3, 4, 5])
     assert len(consistency) == 7 and not {(0, 1), (0, 2), (1, 2)} & set(consistency)
     assert len(protocol.graded_pairs("overall", [1, 2, 3, 4, 5])) == 10
-    with pytest.raises(protocol.ProtocolError, match="not on the five-rung ladder"):
+    with pytest.raises(protocol.ProtocolError, match="not on the ladder graded here"):
         protocol.graded_pairs("overall", [1, 2, 6])
 
 
 def test_a_modality_may_declare_its_own_levels():
-    """Speech and text answer `ladder_levels` (their representation moves only the mouth); the
-    others keep the design's table. Declared tables are checked."""
+    """Speech and text declare their levels (their representation moves only the mouth, so they
+    drop rung 4); the others keep the design's table. Declared tables are checked."""
     assert protocol.levels_for("mesh") == protocol.EXPECTED_LEVEL
     speech, text = protocol.levels_for("speech"), protocol.levels_for("text")
-    assert protocol.graded_pairs("consistency", [1, 2, 3, 4, 5], speech) == [(0, 4), (1, 4), (2, 4), (3, 4)]
-    assert protocol.graded_pairs("consistency", [1, 2, 3, 4, 5], text) == []
-    assert (3, 4) not in protocol.graded_pairs("overall", [1, 2, 3, 4, 5], text)  # rung 4 vs 5: other words
+    assert protocol.rungs_of(speech) == protocol.rungs_of(text) == [1, 2, 3, 5]
+    assert protocol.graded_pairs("consistency", [1, 2, 3, 5], speech) == [(0, 3), (1, 3), (2, 3)]
+    assert protocol.graded_pairs("consistency", [1, 2, 3, 5], text) == []
     good = {d: {str(r): lv for r, lv in t.items()} for d, t in protocol.EXPECTED_LEVEL.items()}
     assert protocol.check_levels(good, "json") == protocol.EXPECTED_LEVEL  # JSON's string keys are read back
     with pytest.raises(protocol.ProtocolError, match="exactly the dimensions"):
         protocol.check_levels({"overall": protocol.EXPECTED_LEVEL["overall"]}, "partial")
     with pytest.raises(protocol.ProtocolError, match="rung 1 must be alone"):
         protocol.check_levels({**protocol.EXPECTED_LEVEL, "overall": {1: 0, 2: 0, 3: 1, 4: 2, 5: 3}}, "tied top")
-    with pytest.raises(protocol.ProtocolError, match="rungs 1-5 to integers"):
+    with pytest.raises(protocol.ProtocolError, match=r"rungs \[1, 2, 3, 4, 5\] to integers"):
         protocol.check_levels({**protocol.EXPECTED_LEVEL, "overall": {1: 0, 2: 1, 3: 2, 4: 3}}, "no rung 5")
 
 
@@ -116,22 +118,32 @@ def test_known_answer_per_dimension(bench, fixed, tmp_path):
     report = evaluate.evaluate(bench, config, tmp_path / "results.jsonl", resamples=200)
     assert report["instances"] == 24
     recorded = reader.build_config(bench)["ladder_levels"]  # the labels travel with the bench
-    assert recorded["text"]["consistency"] == {str(r): 0 for r in range(1, 6)}
+    assert recorded["text"]["consistency"] == {str(r): 0 for r in (1, 2, 3, 5)}
+    assert "only the mouth" in recorded["text"]["dropped"]["4"]
     assert protocol.check_levels(recorded["mesh"], "mesh") == protocol.EXPECTED_LEVEL
     for dimension, accuracy in EXPECTED_ACCURACY.items():
         figures = report["dimensions"][dimension]
         assert figures["rows"] == 24 and figures["failed_rows"] == 0
         for modality, found in figures["modalities"].items():
             expected = EXPECTED_CONSISTENCY.get(modality, accuracy) if dimension == "consistency" else accuracy
+            if dimension == "instruction_following" and modality in ("speech", "text"):
+                expected = EXPECTED_SPEECH_IF
             assert found["value"] == (None if expected is None else pytest.approx(expected)), (dimension, modality)
-        if dimension != "consistency":  # the same answer on every row
+        if dimension == "instruction_following":  # speech_edit rows grade 6 pairs, the others 9
+            tasks = {t: f["value"] for t, f in figures["task_types"].items()}
+            assert tasks.pop("speech_edit") == pytest.approx(EXPECTED_SPEECH_IF)
+            assert tasks and all(v == pytest.approx(accuracy) for v in tasks.values())
+            assert figures["accuracy"]["value"] == pytest.approx((EXPECTED_SPEECH_IF + accuracy * len(tasks)) / (len(tasks) + 1))
+        if dimension == "overall":  # the same answer on every row
             assert figures["accuracy"]["value"] == pytest.approx(accuracy)
             for group in figures["groups"].values():
                 assert group["value"] == pytest.approx(accuracy)
             assert figures["accuracy"]["ci95"] == pytest.approx([accuracy, accuracy])
-    assert report["dimensions"]["instruction_following"]["tie_rate"] == pytest.approx(1 / 9)
-    # the right order everywhere; Kendall's tau-b is just under 1 on text rows, which rank 4 and 5 level
-    assert 0.99 < report["dimensions"]["overall"]["kendall_tau"] < 1.0
+    # 18 rows of 9 graded pairs and 6 speech/text rows of 6, one tie (rungs 2 and 3) in each; of
+    # all rung pairs (10 and 6 a row) the same ties
+    assert report["dimensions"]["instruction_following"]["tie_rate"] == pytest.approx(24 / 198)
+    assert report["dimensions"]["instruction_following"]["tie_rate_all_pairs"] == pytest.approx(24 / 216)
+    assert report["dimensions"]["overall"]["kendall_tau"] == pytest.approx(1.0)  # the right order everywhere
     assert report["dimensions"]["instruction_following"]["best_of_n"] == 1.0
     assert report["dimensions"]["consistency"]["best_of_n"] == 0.0  # rung 4 scored highest
     dimensions = report["dimensions"]

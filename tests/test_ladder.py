@@ -1,5 +1,6 @@
 """The five-rung ladder: rung 1 is B on the part and A elsewhere, rungs 2-3 in between, rung 4 a
-disjoint part, rung 5 another subject; the phrase ladder for clips; the frame-pair editor."""
+real edit of a disjoint part the modality can show (or no rung 4 where there is none), rung 5
+another subject; the phrase ladder for clips; the frame-pair editor."""
 
 from __future__ import annotations
 
@@ -144,18 +145,18 @@ def test_phrase_ladder_for_clips():
         a_text="turn on the kitchen lights",
         b_text="play some jazz music now",
     )
-    rungs = ladder.build_ladder(inst)
+    rungs = ladder.build_ladder(inst)  # speech edits only the mouth: no rung 4
+    assert [r.rung for r in rungs] == [1, 2, 3, 5]
     assert [r.transcript for r in rungs] == [
         "play some jazz music now",
         "play some jazz lights",  # two thirds of B's words in time, then the last third of A's
         "play some the kitchen lights",  # one third
-        "turn on the kitchen lights",
         "what time is it",
     ]
-    assert [len(r.states) for r in rungs[:4]] == [6, 6, 6, 6]  # B's timeline: the words are B's
+    assert [len(r.states) for r in rungs[:3]] == [6, 6, 6]  # B's timeline: the words are B's
     jaw = get_body_model().action_index("jawOpen")
     assert [s.expression[jaw] for s in rungs[0].states] == pytest.approx([s.expression[jaw] for s in b_clip])
-    assert rungs[4].subject.voice != rungs[0].subject.voice
+    assert rungs[3].subject.voice != rungs[0].subject.voice
 
 
 def test_non_mouth_clip_keeps_a_timeline_and_words():
@@ -191,3 +192,89 @@ def test_frame_pair_editor_encodes_five_rungs():
     assert [c.rung for c in candidates] == [1, 2, 3, 4, 5]
     assert all(c.asset.modality == "mesh" for c in candidates)
     assert candidates[0].label.startswith("rung 1")
+
+
+# Frames A and B that differ in the edited part only: B's values on any other part are A's own.
+ONLY = {
+    "mouth": ({"jawOpen": 0.1}, {"jawOpen": 0.8}, None),
+    "face": ({"jawOpen": 0.1}, {"jawOpen": 0.8}, None),
+    "irides": ({"eyeLookUpLeft": 0.2}, {"eyeLookUpLeft": 0.8}, None),
+    "neck": ({}, {}, {"Neck1": [0.1, 0.0, 0.0]}),
+}
+
+
+def _only(part):
+    actions_a, actions_b, bones_b = ONLY[part]
+    return _state(actions_a), _state(actions_b, bones_b)
+
+
+@pytest.mark.parametrize(
+    "modality, part, task, wrong",
+    [
+        ("mesh", "mouth", "expression_change", "front hair"),  # every other part level: the first
+        ("mesh", "face", "expression_change", "front hair"),  # the face holds every action
+        ("pose", "mouth", "pose_change", "irides"),  # a pose shows no brows, nose or hair
+        ("pose", "face", "pose_change", "neck"),  # nothing else in a pose shares nothing with the face
+        ("keypoints", "neck", "region_extract", "front hair"),
+        ("video", "irides", "temporal_edit", "eyebrow"),
+    ],
+)
+def test_rung_four_is_a_real_edit_of_a_part_the_modality_shows(modality, part, task, wrong):
+    """Where B leaves every other part as A has it, rung 4 is the stock edit of another part the
+    modality edits: a real change of that part (twice its threshold), none of the
+    edited part, and the modality's own encoding of it differs from frame A's."""
+    from maskscore_core import plugins
+    from maskscore_core.context import Context
+
+    a, b = _only(part)
+    instance = _instance(part, a, b, modality=modality, task=task)
+    rungs = ladder.build_ladder(instance)
+    assert [r.rung for r in rungs] == [1, 2, 3, 4, 5]
+    assert rungs[3].label == f"rung 4: wrong part, stock edit ({wrong})"
+    assert wrong in edits.task_table(modality)
+    fourth = rungs[3].state
+    assert edits.part_change(wrong, a, fourth) == pytest.approx(2.0)
+    assert edits.part_change(part, a, fourth) == 0.0
+    decoded = []  # frame A and rung 4 through the modality, as the metric sees them
+    for target in (instance.a, rungs[3]):
+        asset = plugins.modality(modality).encode(target, Context())
+        found = plugins.call("decode_to_mesh", asset=asset, instance=instance, ctx=Context())
+        arrays = [found.vertices, found.depth, found.activations, *(found.frames or ())]
+        decoded.append(np.concatenate([np.ravel(x) for x in arrays if x is not None]))
+    assert not np.array_equal(*decoded)
+
+
+def test_rung_four_takes_b_values_where_b_changes_the_part():
+    """B raises the brows and moves the gaze too: the part changing most (the eyebrow) takes B's
+    values, exactly."""
+    rungs = ladder.build_ladder(_instance("mouth", A, B))
+    assert rungs[3].label == "rung 4: wrong part (eyebrow)"
+    brows, _ = _indices("eyebrow")
+    assert np.array_equal(rungs[3].state.expression[brows], B.expression[brows])
+
+
+def test_stock_edits_of_every_kind_of_part():
+    """Actions move towards the farther end, bones turn, regions scale, accessory slots toggle."""
+    body = get_body_model()
+    raised = ladder.stock_edit(_state({"browInnerUp": 0.7}), "eyebrow")
+    assert raised.expression[body.action_index("browInnerUp")] == pytest.approx(0.1)
+    assert raised.expression[body.action_index("browOuterUpLeft")] == pytest.approx(0.6)
+    turned = ladder.stock_edit(A, "neck")
+    assert turned.pose[body.bone_index("Neck1")] == pytest.approx([2 * edits.BONE_DELTA_RAD, 0, 0])
+    assert ladder.stock_edit(A, "ears").part_scale == {"ears": pytest.approx(1.2)}
+    assert ladder.stock_edit(A, "headwear").accessories == ()  # the hat comes off
+    assert ladder.stock_edit(A, "eyewear").accessories == ("glasses_round", "hat_tall")
+
+
+def test_speech_and_text_make_no_wrong_part_rung():
+    """They move only the mouth: their ladder levels drop rung 4, with the reason, and asking
+    for it anyway names what is missing."""
+    from maskscore_core.dataset import protocol
+
+    for modality in ("speech", "text"):
+        levels = protocol.levels_for(modality)
+        assert protocol.rungs_of(levels) == ladder.ladder_rungs(modality) == [1, 2, 3, 5]
+        assert "only the mouth" in levels["dropped"][4]
+        with pytest.raises(ladder.NoWrongPart, match=f"the {modality} modality edits no part"):
+            ladder.build_ladder(_instance("mouth", A, B, modality=modality, task="speech_edit"), rungs=[4])
+    assert ladder.ladder_rungs("mesh") == [1, 2, 3, 4, 5]

@@ -102,6 +102,19 @@ def _table(header: tuple[str, str, str], counts: dict[str, int], total: int) -> 
     return lines
 
 
+def _ladder_section(config: dict) -> list[str]:
+    """The rungs each modality's rows hold, and why a modality drops one (`protocol.rungs_of`)."""
+    levels = config.get("ladder_levels") or {}
+    if not levels:
+        return []
+    lines = ["## Ladder", "", "Rungs: 1 frame B's part, 2 interpolation, 3 partial edit, 4 wrong part, 5 wrong subject.", ""]
+    for modality, table in levels.items():
+        dropped = table.get("dropped") or {}
+        kept = [r for r in ("1", "2", "3", "4", "5") if r not in {str(k) for k in dropped}]
+        lines.append(f"- {modality}: rungs {', '.join(kept)}" + "".join(f"; rung {r} dropped: {why}" for r, why in dropped.items()))
+    return lines + [""]
+
+
 def write_card(root: Path, config: dict, subjects: int, planned: dict[str, dict[str, int]]) -> dict:
     """Write README.md and card.json; return the card's data. `planned`: rows per modality and
     task type that the build's plan asked for."""
@@ -122,8 +135,9 @@ def write_card(root: Path, config: dict, subjects: int, planned: dict[str, dict[
         f"{SPLIT_PURPOSE[split]}. {counts['rows']} rows from {subjects} subjects, built by `maskscore build`.",
         "",
         "Each row is one edit instance (frame A -> frame B of one subject, 'edit the {part} to match frame B')"
-        " in one modality" + (", for one scoring dimension; candidates are the five-rung ladder in order"
-        " (rung 1 = frame B's part on frame A, best; 5 = wrong subject) and `scores` align with them." if split != "rl-train" else "."),
+        " in one modality" + (", for one scoring dimension; candidates are the ladder's rungs in order"
+        " (rung 1 = frame B's part on frame A, best; 5 = wrong subject; see Ladder below) and `scores` align"
+        " with them." if split != "rl-train" else "."),
         "The plan (docs/datasets.md): edit instances are spread evenly over the modalities (the remainder"
         " to the first in vocabulary order); within a modality, instances take its task types in turn"
         " (those its task table gives, vocabulary order), so each gets an equal share, the remainder to"
@@ -145,6 +159,7 @@ def write_card(root: Path, config: dict, subjects: int, planned: dict[str, dict[
         "## Rows per dimension",
         *_table(("dimension", "rows", "share"), counts["dimension"], total),
         "",
+        *_ladder_section(config),
         "## Build config",
         "```json",
         json.dumps(config, indent=2, sort_keys=True),

@@ -30,7 +30,7 @@ from tqdm import tqdm
 from .. import plugins, vocab
 from . import reader
 from .metrics import grade_row, summarize
-from .protocol import check_levels
+from .protocol import check_levels, rungs_of
 from .reader import DatasetReadError
 from .scorer_config import ScorerConfig, ScorerConfigError, scorer_version  # noqa: F401 - the eval API
 from .shard import make_context
@@ -173,7 +173,7 @@ def evaluate(root: Path, config: ScorerConfig, cache_path: Path, modalities=None
     for modality, row in reader.iter_rows(root, modalities):
         record = results[(modality, row["key"])]
         scores = record["scores"][row["dimension"]] if "scores" in record else None
-        rungs = list(range(1, len(reader.candidate_values(modality, row)) + 1))
+        rungs = rungs_of(levels.get(modality))  # the ladder the row holds, in order
         outcomes.append(grade_row(modality, row["task_type"], row["dimension"], row["key"], scores, rungs,
                                   levels.get(modality)))  # fmt: skip
     failures = sorted({f"{m}/{k}: {r['error']}" for (m, k), r in results.items() if "error" in r})

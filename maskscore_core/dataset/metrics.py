@@ -1,5 +1,5 @@
-"""Bench figures from graded rows: pairwise accuracy, tie rate, Kendall tau, best-of-N, and 95%
-bootstrap intervals.
+"""Bench figures from graded rows: pairwise accuracy, tie rate (over the graded pairs, and over all
+candidate pairs), Kendall tau, best-of-N, and 95% bootstrap intervals.
 
 Accuracy per task type pools that task type's pairs; a group's figure and the overall figure are
 the unweighted mean over the task types present (EditReward-Bench's convention); a modality's
@@ -35,6 +35,8 @@ class RowOutcome:
     failed: bool
     tau: float | None  # None for failed rows and rows ranking no pair; 0.0 where scores are constant
     best_hit: bool  # the top-scored candidate is rung 1, alone at the top
+    all_pairs: int = 0  # every pair of the row's candidates, graded or not
+    all_ties: int = 0  # those with equal scores (a scorer that cannot tell two rungs apart)
 
 
 def grade_row(modality: str, task_type: str, dimension: str, key: str, scores: list[float] | None, rungs: list[int],
@@ -42,10 +44,12 @@ def grade_row(modality: str, task_type: str, dimension: str, key: str, scores: l
     """Grade one row's scores (None when the scorer failed) against its ladder, whose expected
     levels are `levels` (the modality's, `protocol.levels_for`; default the design's)."""
     pairs = graded_pairs(dimension, rungs, levels)
+    every = len(rungs) * (len(rungs) - 1) // 2
     if scores is None:
-        return RowOutcome(modality, task_type, dimension, key, len(pairs), 0, 0, True, None, False)
+        return RowOutcome(modality, task_type, dimension, key, len(pairs), 0, 0, True, None, False, every, 0)
     if len(scores) != len(rungs):
-        raise ValueError(f"row {key}: {len(scores)} scores for {len(rungs)} candidates")
+        raise ValueError(f"row {key}: {len(scores)} scores for {len(rungs)} candidates (rungs {rungs})")
+    all_ties = sum(1 for i in range(len(scores)) for j in range(i + 1, len(scores)) if scores[i] == scores[j])
     correct = sum(1 for b, w in pairs if scores[b] > scores[w])
     ties = sum(1 for b, w in pairs if scores[b] == scores[w])
     expected = expected_levels(dimension, rungs, levels)
@@ -59,7 +63,7 @@ def grade_row(modality: str, task_type: str, dimension: str, key: str, scores: l
         tau = None
     elif math.isnan(tau):
         tau = 0.0
-    return RowOutcome(modality, task_type, dimension, key, len(pairs), correct, ties, False, tau, hit)
+    return RowOutcome(modality, task_type, dimension, key, len(pairs), correct, ties, False, tau, hit, every, all_ties)
 
 
 def _figures(weights: np.ndarray, correct: np.ndarray, pairs: np.ndarray, cells: np.ndarray, shape: tuple[int, int]):
@@ -124,6 +128,10 @@ def summarize_dimension(outcomes: list[RowOutcome], seed: int, resamples: int = 
         "pairs": total_pairs,
         "accuracy": figure(_mean(per_task, axis=1)),
         "tie_rate": sum(o.ties for o in outcomes) / total_pairs if total_pairs else None,
+        # ties over every candidate pair of the scored rows, graded or not: a scorer that gives two
+        # rungs the same score (a candidate equal to another) shows here even where the levels tie
+        "tie_rate_all_pairs": (sum(o.all_ties for o in graded) / sum(o.all_pairs for o in graded)
+                               if sum(o.all_pairs for o in graded) else None),
         "task_types": {t: figure(per_task[:, i]) for i, t in enumerate(tasks)},
         "groups": groups,
         "modalities": {m: figure(_mean(per_cell[:, i, :], axis=1)) for i, m in enumerate(modalities)},

@@ -12,9 +12,14 @@ left out:
 - overall: the design's full order 1 > 2 > 3 > 4 > 5: 10 pairs.
 
 A modality whose representation cannot carry what separates some rungs declares its own levels
-(the `ladder_levels` hook, `levels_for`): speech leaves every part but the mouth as it is, so
-its rung 4 (another part "edited") is frame A's own words and ties with rungs 1-3 on
-consistency; text has no voice either, so its rung 5 is just other words, level with rung 4. A
+(`levels_for`, the registered modality's `ladder_levels`). Text has no voice, so its rung 5
+(another subject's words) is just other words, decoded on frame A's body like every text
+candidate: level with rungs 1-3 on consistency. A modality that can carry no part but the one it
+edits (speech and text move only the mouth) cannot make rung 4 ("another part edited": it
+would be frame A's own words, a candidate that does nothing) and drops it: its table has a
+`dropped` entry {rung: reason}, its rows hold the other rungs in order (`rungs_of`), and the
+reason is recorded in the card with the levels. On instruction_following and overall rung 1 is
+alone at the top in every table (`check_levels`): frame B's part is the one best candidate. A
 build records each modality's levels in its card (`config.ladder_levels`) and grading reads them
 from there, so a bench is graded by the labels it was built with.
 """
@@ -35,32 +40,60 @@ class ProtocolError(ValueError):
 
 
 RUNGS = (1, 2, 3, 4, 5)
+DROPPED = "dropped"  # the optional entry of a levels table naming the rungs a modality cannot make
+TOP_ALONE = ("instruction_following", "overall")  # where rung 1 must be the one best candidate
 
 
-def check_levels(table, what: str) -> dict[str, dict[int, int]]:
-    """A {dimension: {rung: level}} table (rung keys may be strings, as JSON stores them),
-    checked: every dimension, rungs 1-5, non-negative integer levels, rung 1 at level 0 and, but
-    on consistency (where every faithful edit ties), alone there: frame B's part stays the one
-    best candidate."""
-    if not isinstance(table, dict) or set(table) != set(vocab.DIMENSIONS):
-        raise ProtocolError(f"{what}: ladder levels must give exactly the dimensions {', '.join(vocab.DIMENSIONS)}")
-    checked = {}
+def _dropped(table, what: str) -> dict[int, str]:
+    """The table's dropped rungs {rung: reason}, checked: rungs 2-5, each with a reason."""
+    dropped = table.get(DROPPED) or {}
+    try:
+        dropped = {int(rung): reason for rung, reason in dropped.items()}
+    except (AttributeError, TypeError, ValueError):
+        raise ProtocolError(f"{what}: {DROPPED} must map rungs to reasons, got {dropped!r}") from None
+    for rung, reason in dropped.items():
+        if rung not in RUNGS[1:]:
+            raise ProtocolError(f"{what}: only rungs 2-5 can be dropped (rung 1 is the edit itself), got rung {rung}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ProtocolError(f"{what}: dropped rung {rung} needs a reason, got {reason!r}")
+    return dict(sorted(dropped.items()))
+
+
+def check_levels(table, what: str) -> dict:
+    """A {dimension: {rung: level}} table (rung keys may be strings, as JSON stores them), plus
+    an optional `dropped` {rung: reason}, checked: every dimension, every rung not dropped,
+    non-negative integer levels, rung 1 at level 0 and, on instruction_following and overall,
+    alone there (on consistency every faithful edit ties with it)."""
+    if not isinstance(table, dict) or set(table) - {DROPPED} != set(vocab.DIMENSIONS):
+        raise ProtocolError(f"{what}: ladder levels must give exactly the dimensions {', '.join(vocab.DIMENSIONS)}"
+                            f" (and optionally {DROPPED!r})")
+    dropped = _dropped(table, what)
+    rungs = [r for r in RUNGS if r not in dropped]
+    checked: dict = {}
     for dimension in vocab.DIMENSIONS:
         levels = table[dimension]
         try:
             levels = {int(rung): level for rung, level in levels.items()}
         except (AttributeError, TypeError, ValueError):
-            raise ProtocolError(f"{what}: {dimension} levels must map rungs 1-5 to levels, got {levels!r}") from None
-        if sorted(levels) != list(RUNGS) or not all(isinstance(v, int) and v >= 0 for v in levels.values()):
-            raise ProtocolError(f"{what}: {dimension} levels must map rungs 1-5 to integers >= 0, got {levels!r}")
-        shares_the_top = [r for r in RUNGS[1:] if levels[r] <= levels[1]]
-        if levels[1] != 0 or (dimension != "consistency" and shares_the_top):
+            raise ProtocolError(f"{what}: {dimension} levels must map rungs to levels, got {levels!r}") from None
+        if sorted(levels) != rungs or not all(isinstance(v, int) and v >= 0 for v in levels.values()):
+            raise ProtocolError(f"{what}: {dimension} levels must map rungs {rungs} to integers >= 0, got {levels!r}")
+        shares_the_top = [r for r in rungs[1:] if levels[r] <= levels[1]]
+        if levels[1] != 0 or (dimension in TOP_ALONE and shares_the_top):
             raise ProtocolError(f"{what}: rung 1 must be alone at level 0 on {dimension}, got {levels!r}")
         checked[dimension] = dict(sorted(levels.items()))
+    if dropped:
+        checked[DROPPED] = dropped
     return checked
 
 
-def levels_for(modality: str) -> dict[str, dict[int, int]]:
+def rungs_of(table: dict | None) -> list[int]:
+    """The rungs a modality's rows hold, in ladder order: every rung its table does not drop."""
+    dropped = _dropped(table or {}, "ladder levels")
+    return [r for r in RUNGS if r not in dropped]
+
+
+def levels_for(modality: str) -> dict:
     """The levels `modality` declares (`Modality.ladder_levels`), else EXPECTED_LEVEL."""
     from .. import plugins
 
@@ -73,7 +106,7 @@ def expected_levels(dimension: str, rungs: list[int], table: dict | None = None)
     levels = (EXPECTED_LEVEL if table is None else table)[vocab.check_dimension(dimension)]
     unknown = [r for r in rungs if r not in levels]
     if unknown:
-        raise ProtocolError(f"rungs {unknown} are not on the five-rung ladder; the bench grades ladders only")
+        raise ProtocolError(f"rungs {unknown} are not on the ladder graded here (rungs {sorted(levels)}); the bench grades ladders only")
     return [levels[r] for r in rungs]
 
 

@@ -1,7 +1,8 @@
 """Reading a built dataset back: rows, their edit instances (sidecars) and their candidates.
 
-Candidates are rebuilt from a row's candidate column with the `read_asset` hook; their rung is
-their position, since a bench row lists the ladder in order (rung 1 first).
+Candidates are rebuilt from a row's candidate column with the `read_asset` hook; a bench row
+lists its modality's ladder in order (rung 1 first; speech and text drop rung 4, as the levels
+the bench recorded say: `ladder_rungs`), so their rungs follow from their positions.
 """
 
 from __future__ import annotations
@@ -91,13 +92,29 @@ def candidate_values(modality: str, row: dict) -> list:
     return list(row[schemas.CANDIDATE_COLUMN[schemas.table_for_modality(modality)]])
 
 
-def read_candidates(root: Path, modality: str, values: list, ctx: Context) -> list[Candidate]:
-    """Candidates from their column values (read_asset), labelled and ranked by ladder position.
-    The build scores exactly these, so its stored scores are the scores of what rows point to."""
+def ladder_rungs(root: Path, modality: str, count: int) -> list[int]:
+    """The rungs of a row's `count` candidates: its modality's ladder as the bench recorded it
+    (`protocol.rungs_of`) when the row holds a whole ladder, else their positions 1..count."""
+    from .protocol import rungs_of
+
+    try:
+        table = build_config(root).get("ladder_levels", {}).get(modality)
+    except DatasetReadError:
+        table = None
+    rungs = rungs_of(table)
+    return rungs if len(rungs) == count else list(range(1, count + 1))
+
+
+def read_candidates(root: Path, modality: str, values: list, ctx: Context, rungs: list | None = None) -> list[Candidate]:
+    """Candidates from their column values (read_asset), labelled and ranked by their rungs
+    (default `ladder_rungs`). The build scores exactly these, so its stored scores are the scores
+    of what rows point to."""
+    rungs = ladder_rungs(root, modality, len(values)) if rungs is None else list(rungs)
     candidates = []
-    for position, value in enumerate(values):
+    for position, (value, rung) in enumerate(zip(values, rungs, strict=True)):
         asset = plugins.call("read_asset", modality, modality=modality, value=value, root=Path(root), ctx=ctx)
-        candidates.append(Candidate(f"rung{position + 1}", asset, position + 1))
+        number = position + 1 if rung is None else rung
+        candidates.append(Candidate(f"rung{number}", asset, rung))
     return candidates
 
 

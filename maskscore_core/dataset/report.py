@@ -43,7 +43,8 @@ def markdown(reports: list[dict]) -> str:
         dims = [r["dimensions"].get(dimension, {}) for r in reports]
         lines += [f"## {dimension}", "", head, rule]
         lines.append("| **overall accuracy** | " + " | ".join(_cell(d.get("accuracy")) for d in dims) + " |")
-        for key, label in (("tie_rate", "tie rate"), ("kendall_tau", "Kendall tau vs ladder"), ("best_of_n", "best-of-N (top = rung 1)")):
+        for key, label in (("tie_rate", "tie rate"), ("tie_rate_all_pairs", "tie rate, all rung pairs"),
+                           ("kendall_tau", "Kendall tau vs ladder"), ("best_of_n", "best-of-N (top = rung 1)")):
             lines.append(f"| {label} | " + " | ".join(_number(d.get(key)) for d in dims) + " |")
         lines.append("| failed rows | " + " | ".join(str(d.get("failed_rows", "-")) for d in dims) + " |")
         for group in vocab.TASK_GROUPS:

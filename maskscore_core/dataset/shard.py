@@ -173,7 +173,7 @@ def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, 
     if not config.scored:
         return [row("overall", [])]
     column = reader.candidate_values(modality, row(vocab.DIMENSIONS[0], []))
-    written = reader.read_candidates(temp_root, modality, column, ctx)
+    written = reader.read_candidates(temp_root, modality, column, ctx, rungs=[c.rung for c in candidates])
     scored = list(plugins.call("score", config.scorer, scorer=config.scorer, instance=instance, candidates=written, ctx=ctx))
     if len(scored) != len(candidates):
         raise ShardError(f"scorer {config.scorer!r} returned {len(scored)} scores for {len(candidates)} candidates of {key}")

@@ -28,14 +28,15 @@ SAMPLE_RATE = 16_000
 SUFFIX = ".wav"
 
 
-# How this modality's rungs rank (the `ladder_levels` hook; dataset.protocol): audio moves only
-# the mouth, so rung 4 ("another part edited") is frame A's own words in frame A's voice, which
-# leave the rest as frame A has it: level with rungs 1-3 on consistency. Rung 5 speaks in another
-# voice, so on another body. instruction_following and overall keep the design's order.
+# How this modality's rungs rank (`dataset.protocol`): audio moves only the mouth, so no other
+# part can be edited and rung 4 is dropped (it would be frame A's own words: a candidate doing
+# nothing, not one editing the wrong part). Rung 5 speaks in another voice, so on another body.
 LADDER_LEVELS = {
-    "instruction_following": {1: 0, 2: 1, 3: 2, 4: 3, 5: 3},
-    "consistency": {1: 0, 2: 0, 3: 0, 4: 0, 5: 1},
-    "overall": {1: 0, 2: 1, 3: 2, 4: 3, 5: 4},
+    "instruction_following": {1: 0, 2: 1, 3: 2, 5: 3},
+    "consistency": {1: 0, 2: 0, 3: 0, 5: 1},
+    "overall": {1: 0, 2: 1, 3: 2, 5: 3},
+    "dropped": {4: "speech moves only the mouth: no other part can be edited (a 'wrong part' candidate"
+                   " would be frame A's own words, a candidate that does nothing)"},
 }
 
 

@@ -20,14 +20,17 @@ from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES, decode_act
 MODALITY = "text"
 
 
-# How this modality's rungs rank (the `ladder_levels` hook; dataset.protocol): a transcript moves
-# only the mouth and has no voice, so every candidate speaks on frame A's body and leaves the
-# rest as it is (consistency: all level), and rung 5 (another subject's words) is just other words,
-# level with rung 4 (frame A's words): 1 > 2 > 3 > {4, 5}.
+# How this modality's rungs rank (`dataset.protocol`): a transcript moves only the mouth, so no
+# other part can be edited and rung 4 is dropped (it would be frame A's own words: a candidate
+# doing nothing). A transcript has no voice, so every candidate speaks on frame A's body and
+# leaves the rest as it is (consistency: all level), and rung 5 (another subject's words) is just
+# other words: 1 > 2 > 3 > 5.
 LADDER_LEVELS = {
-    "instruction_following": {1: 0, 2: 1, 3: 2, 4: 3, 5: 3},
-    "consistency": {1: 0, 2: 0, 3: 0, 4: 0, 5: 0},
-    "overall": {1: 0, 2: 1, 3: 2, 4: 3, 5: 3},
+    "instruction_following": {1: 0, 2: 1, 3: 2, 5: 3},
+    "consistency": {1: 0, 2: 0, 3: 0, 5: 0},
+    "overall": {1: 0, 2: 1, 3: 2, 5: 3},
+    "dropped": {4: "a transcript moves only the mouth: no other part can be edited (a 'wrong part'"
+                   " candidate would be frame A's own words, a candidate that does nothing)"},
 }
 
 
