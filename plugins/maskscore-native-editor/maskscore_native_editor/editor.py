@@ -19,7 +19,6 @@ import numpy as np
 import torch
 
 from maskscore_core import plugins
-from maskscore_core.edits import SEQUENCE_MODALITIES
 from maskscore_core.records import Candidate, Target
 
 from . import flow, params
@@ -86,8 +85,8 @@ def sample_states(model, instance, count: int, eta: float, seed: int, steps: int
 
 
 def edit(modality: str, instance, ctx) -> list[Candidate]:
-    if modality in SEQUENCE_MODALITIES:
-        raise params.ParamError(f"the native editor edits single frames; {modality} instances are clips")
+    if len(instance.a.states) != 1 or len(instance.b.states) != 1:
+        raise params.ParamError(f"the native editor edits single frames; this {modality} instance pairs clips")
     model = load_policy(_setting(ctx, "native_editor", ENV_CHECKPOINT, None))
     try:
         count = int(_setting(ctx, "native_editor_samples", ENV_SAMPLES, 4))

@@ -29,6 +29,6 @@ def score(scorer, instance, candidates, ctx):
 
 @hookimpl
 def train(trainer, options, ctx):
-    from . import train
+    from . import training
 
-    return train.run(options, ctx)
+    return training.run(options, ctx)
