@@ -53,12 +53,14 @@ def test_depth_candidates_are_drawn_from_their_depth_maps(real_bench, tmp_path):
     assert Image.open(out).size[0] == contact_sheet.MARGIN + 7 * (TILE + contact_sheet.MARGIN)
 
 
-def test_unknown_key_is_a_clear_error(real_bench, tmp_path):
+def test_unknown_key_is_a_usage_error_naming_keys_that_exist(real_bench, tmp_path):
     from maskscore_core.cli.show_command import show_command
 
     result = CliRunner().invoke(show_command, ["no-such-key", "--bench", str(real_bench), "--out", str(tmp_path / "x.png")])
-    assert result.exit_code != 0
-    assert "no row with key 'no-such-key'" in str(result.exception)
+    assert result.exit_code == 2
+    key = next(row["key"] for _, row in iter_rows(real_bench))
+    assert "no row with key 'no-such-key'" in result.stderr and f"e.g. '{key}'" in result.stderr
+    assert not (tmp_path / "x.png").exists()
 
 
 @pytest.mark.slow
