@@ -39,7 +39,7 @@ class ModalityContract:
     # holding those files raises ValueError matching message.
     bad_files: tuple = ()
     # The frame-pair ladder: rungs the editor gives, instances drawn with default_rng(ladder_seed).
-    rungs: tuple[int, ...] = (1, 2, 3, 4, 5)
+    rungs: tuple[int, ...] | None = None  # None: those the modality makes (`ladder.ladder_rungs`)
     ladder_instances: int = 4
     ladder_seed: int = 5
     round_trip_config: dict = {}
@@ -137,12 +137,13 @@ class ModalityContract:
         """The frame-pair editor's rungs, scored by render-compare, rank as the design expects
         (`check_ladders`) on the first built-in instances of this modality."""
         from .edits import make_instances
+        from .ladder import ladder_rungs
 
         instances = make_instances(built_in_trials, self.modality, np.random.default_rng(self.ladder_seed), self.ladder_instances)
         ladders = []
         for instance in (i for i in instances if self.ladder_filter(i, ctx)):
             candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality=self.modality, instance=instance, ctx=ctx)
-            assert [c.rung for c in candidates] == list(self.rungs), instance.key
+            assert [c.rung for c in candidates] == list(self.rungs or ladder_rungs(self.modality)), instance.key
             assert all(c.asset.modality == self.modality for c in candidates), instance.key
             scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
             ladders.append((instance, candidates, scores))

@@ -20,10 +20,10 @@ def _instance():
 
 
 class TestSpeechContract(SpokenModalityContract):
-    """The ladder (`LADDER_LEVELS`): the design's order on instruction_following and overall; on
-    consistency rungs 1-4 level, since audio moves only the mouth, above rung 5. Rung 1 (frame B's
-    phrase) > rung 2 (two thirds of B's words) > rung 3 (one third) > rung 4 (frame A's words) >
-    rung 5 (another subject's voice, identified as theirs and decoded onto that subject's body).
+    """The ladder (`LADDER_LEVELS`): audio moves only the mouth, so there is no rung 4 (another
+    part edited); on consistency rungs 1-3 level above rung 5. Rung 1 (frame B's phrase) > rung 2
+    (two thirds of B's words) > rung 3 (one third) > rung 5 (another subject's voice, identified
+    as theirs and decoded onto that subject's body).
     Seed 0's three subjects speak in en-us+belinda, en-us+aunty and en+travis (voices are dealt
     without replacement, see trials.subjects), which the speaker matcher tells apart."""
 
@@ -49,9 +49,9 @@ class TestSpeechContract(SpokenModalityContract):
         for instance, candidates, scores in ladders:
             assert instance.other is not None and instance.other.subject.voice != instance.a.subject.voice
             # Rung 5 speaks in the other subject's voice, so it is decoded onto their body.
-            assert speaker_body(candidates[4].asset.data.samples, instance)[0] == instance.other.subject.subject_id
+            assert speaker_body(candidates[-1].asset.data.samples, instance)[0] == instance.other.subject.subject_id
             assert misordered_pairs(MODALITY, scores) == [], instance.key
-            assert scores[1].distances["if.activation"] < scores[3].distances["if.activation"], instance.key
+            assert scores[1].distances["if.activation"] < scores[-1].distances["if.activation"], instance.key
 
 
 def test_audio_decodes_to_face_motion_on_frame_a_body(ctx):
