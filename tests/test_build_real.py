@@ -82,4 +82,4 @@ def test_build_command_writes_a_dataset_and_rejects_bad_options(tmp_path):
     bad = CliRunner().invoke(build_command, ["bench", "--out", str(tmp_path / "x"), "--source-option", "subjects"])
     assert bad.exit_code != 0 and "expected NAME=VALUE" in bad.output
     unknown = CliRunner().invoke(build_command, ["bench", "--out", str(tmp_path / "y"), "--modalities", "audio"])
-    assert unknown.exit_code != 0 and "unknown modality 'audio'" in str(unknown.exception)
+    assert unknown.exit_code == 2 and "unknown modality 'audio'" in unknown.output
