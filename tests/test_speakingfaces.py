@@ -231,9 +231,10 @@ def test_representative_frame_rule():
     assert sf.representative_index(frames) == 3  # sorted 0.1, 0.2, 0.3, 0.4 -> lower median 0.2
 
 
-def test_empty_slots_give_clear_errors(loaded, tmp_path):
+def test_empty_slots_give_clear_errors(loaded, tmp_path, monkeypatch):
     root, _table, _result = loaded
-    with pytest.raises(sf.SpeakingFacesConfigError, match="landmark detector slot .* is empty"):
+    monkeypatch.setattr(sf, "_installed_detectors", lambda: {})  # as if maskscore-face-landmarks were not installed
+    with pytest.raises(sf.SpeakingFacesConfigError, match="landmark detector slot .* is empty.*maskscore-face-landmarks"):
         sf.load(root, {}, tmp_path)
     sf.register_landmark_detector("none", lambda: KnownFramesDetector({}))
     try:
@@ -282,3 +283,37 @@ def test_subject_phenotype_from_the_subjects_table():
     assert sf.subject_phenotype({"gender": "male", "age": "90"}) == {"age": 1.0, "gender": 1.0}
     assert sf.subject_phenotype({"gender": "", "age": "unknown"}) == {}
     assert 0.5 < sf.anny_age(45) < 1.0 and sf.anny_age(11) == 0.1875
+
+
+def test_installed_face_mesh_detector_is_the_default_and_reads_real_frames(loaded, tmp_path):
+    """Step 2 with no detector named: mediapipe Face Mesh (maskscore-face-landmarks) reads the
+    rendered frames themselves; its 478 points are kept and the fit uses its anchors."""
+    pytest.importorskip("maskscore_face_landmarks")
+    from maskscore_face_landmarks import FaceMeshDetector
+
+    assert isinstance(sf.landmark_detector(), FaceMeshDetector)
+    root, _table, _result = loaded
+    options = {key: value for key, value in CONFIG.items() if key != "landmark_detector"}
+    result = sf.load(root, {**options, "subjects": [1], "count": 1, "fit_stride": 8, "render": False}, tmp_path)
+    assert not result.failures, result.failures
+    (trial,) = result.trials
+    rows = json.loads(Path(trial.extras["landmarks"]).read_text())
+    assert len(rows) == len(JAW) and all(len(row) == 478 for row in rows)
+    assert float(trial.extras["fit_mean_error_px"]) < 5.0
+
+
+def test_frame_without_a_face_fails_naming_file_and_frame(loaded, tmp_path):
+    """A frame where the detector finds no face fails its utterance; the error names the file
+    and the frame (a blank frame stands in for it)."""
+    pytest.importorskip("maskscore_face_landmarks")
+    import imageio.v3 as iio
+
+    root, _table, _result = loaded
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    frame = copy / "sub_1_ia/trial_1/rgb_image_cmd/1_1_2_1_101_3_2.png"
+    iio.imwrite(frame, np.full((512, 768, 3), 40, dtype=np.uint8))
+    options = {key: value for key, value in CONFIG.items() if key != "landmark_detector"}
+    result = sf.load(copy, {**options, "subjects": [1], "count": 1, "render": False}, tmp_path / "work")
+    (failure,) = result.failures
+    assert failure.path == str(frame) and "frame 2: no face found" in failure.error

@@ -1,15 +1,26 @@
-"""Fit ANNY's SOMA face to 2D face landmarks (an AnnyInverter-style fit with an L-BFGS polish).
+"""Fit ANNY's SOMA face to 2D face landmarks of one or more views (an AnnyInverter-style fit
+with an L-BFGS polish).
 
 `anny.AnnyInverter` fits ANNY to a target *mesh*; a video frame only gives 2D landmarks. This
-module closes that gap: a fixed set of 68 ANNY surface vertices (laid out like the common
-68-point face annotation: jaw line, brows, nose, eyes, lips) is projected through a pinhole
-camera, and the facial actions (52, kept in [0, 1]), the head bone rotation(s), optionally the
-phenotype, and the camera position are optimised so that the projections land on the given
+module closes that gap: each landmark a detector reports is tied to a point on the ANNY surface
+(`MeshAnchors`: a triangle and barycentric weights), the anchored points are projected through
+pinhole cameras, and the facial actions (kept in [0, 1]), the head bone rotation(s), optionally
+the phenotype, and the camera position are optimised so that the projections land on the
 landmarks. Gradients flow through anny's own forward pass (float64): Adam first (robust from a
 neutral start), then `torch.optim.LBFGS` to polish.
 
-Camera convention: the camera looks along -Z at the face (ANNY faces +Z, Y up); image u grows
-to the right (+X), v grows downwards (-Y); the principal point is the image centre.
+Two landmark schemes: "anny-68", 68 ANNY vertices laid out like the common 68-point annotation
+(`face_landmarks`, placed from a template), and "mediapipe-478", mediapipe Face Mesh's points,
+tied to the mesh once by casting rays through the points a detector finds on a neutral render
+(`anchors_from_render`). A detector does not put its points exactly where the anchors sit;
+`landmark_bias` measures that offset on a neutral detection of the same subject and view, and
+the fit then follows the motion relative to it.
+
+Camera convention: a view's camera looks along its own -Z (`ViewCamera.rotation` turns world
+into camera axes; identity looks along world -Z at the face, ANNY facing +Z, Y up); image u
+grows to the right, v downwards; the principal point is the image centre. Several views share
+one unknown rig origin; their rotations and offsets from it are known (a calibrated rig, or the
+renderer's cameras).
 """
 
 from __future__ import annotations
@@ -25,9 +36,35 @@ import torch
 from ..body import BodyModel, get_body_model
 from ..records import SOMA_BONES, BodyState
 
+ANNY68_SCHEME = "anny-68"
+MEDIAPIPE_SCHEME = "mediapipe-478"
+
 
 class LandmarkFitError(ValueError):
     """Landmarks or a camera the fit cannot use (wrong shape, NaN, a face behind the camera)."""
+
+
+class FaceDetectionError(ValueError):
+    """A detector found no usable face (none, several, too small); the caller names file and frame."""
+
+
+def _array_eq(a, b) -> bool:
+    return np.array_equal(a, b)
+
+
+@attrs.frozen
+class Landmarks2D:
+    """Detected landmarks: (N, 2) pixel positions in `scheme`'s order, from an image of
+    `image_size` (width, height) pixels."""
+
+    points: np.ndarray = attrs.field(eq=attrs.cmp_using(eq=_array_eq), converter=lambda v: np.asarray(v, dtype=np.float64))
+    scheme: str = ANNY68_SCHEME
+    image_size: tuple[int, int] | None = None
+
+
+def as_landmarks(value) -> Landmarks2D:
+    """A detector's answer as `Landmarks2D` (a bare (68, 2) array is the anny-68 scheme)."""
+    return value if isinstance(value, Landmarks2D) else Landmarks2D(points=value, scheme=ANNY68_SCHEME)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,21 +249,286 @@ def _phenotype_tensors(body: BodyModel, phenotype: dict[str, float]) -> dict[str
     return {k: torch.tensor([float(phenotype.get(k, 0.5))], dtype=torch.float64) for k in body.phenotype_names}
 
 
-def project_landmarks(state: BodyState, camera: PinholeCamera, camera_position: Sequence[float]) -> np.ndarray:
-    """(68, 2) pixel positions of the landmark set for a known body state (the fit's inverse)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Anchors: where on the ANNY surface each detected landmark sits
+
+
+@attrs.frozen
+class MeshAnchors:
+    """K landmarks tied to the mesh: landmark_index[k] is the row of the detector's points, the
+    surface point is weights[k] . vertices[vertex_ids[k]] (a triangle and barycentric weights)."""
+
+    scheme: str
+    names: tuple[str, ...] = attrs.field(converter=tuple)
+    landmark_index: np.ndarray = attrs.field(eq=attrs.cmp_using(eq=_array_eq))
+    vertex_ids: np.ndarray = attrs.field(eq=attrs.cmp_using(eq=_array_eq))
+    weights: np.ndarray = attrs.field(eq=attrs.cmp_using(eq=_array_eq))
+    # The detector's response beyond geometry (optional): per parameter (a facial action, or
+    # "Head.x/y/z" for the head rotation in radians), how far each landmark moves per unit of
+    # it in the detector's output minus how far its anchor moves, as a displacement on the
+    # resting face (metres, world axes at rest; measured from the front, so z is 0). (P, K, 3).
+    response_params: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    response: np.ndarray | None = attrs.field(default=None, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        k = len(self.names)
+        if self.landmark_index.shape != (k,) or self.vertex_ids.shape != (k, 3) or self.weights.shape != (k, 3):
+            raise LandmarkFitError(f"anchors of {self.scheme}: {k} names but arrays of shapes {self.landmark_index.shape},"
+                                   f" {self.vertex_ids.shape}, {self.weights.shape}")  # fmt: skip
+        if self.response is not None and self.response.shape != (len(self.response_params), k, 3):
+            raise LandmarkFitError(f"anchors of {self.scheme}: response of shape {self.response.shape} for"
+                                   f" {len(self.response_params)} parameters and {k} landmarks")  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def select(self, landmarks: Landmarks2D) -> np.ndarray:
+        """(K, 2) pixels of the anchored landmarks, checked."""
+        if landmarks.scheme != self.scheme:
+            raise LandmarkFitError(f"landmarks of scheme {landmarks.scheme!r} cannot be fitted with {self.scheme!r} anchors")
+        points = np.asarray(landmarks.points, dtype=np.float64)
+        needed = int(self.landmark_index.max()) + 1
+        if points.ndim != 2 or points.shape[1] != 2 or points.shape[0] < needed:
+            raise LandmarkFitError(f"expected ({needed if self.scheme != ANNY68_SCHEME else 68}, 2) landmark pixels"
+                                   f" ({self.scheme}), got shape {points.shape}")  # fmt: skip
+        if not np.isfinite(points).all():
+            raise LandmarkFitError("landmarks hold NaN or infinite coordinates")
+        return points[self.landmark_index]
+
+    def to_json(self) -> dict:
+        return {
+            "scheme": self.scheme,
+            "names": list(self.names),
+            "landmark_index": self.landmark_index.tolist(),
+            "vertex_ids": self.vertex_ids.tolist(),
+            "weights": np.round(self.weights, 6).tolist(),
+            "response_params": list(self.response_params),
+            "response": None if self.response is None else np.round(self.response, 8).tolist(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "MeshAnchors":
+        return cls(
+            scheme=str(data["scheme"]),
+            names=tuple(data["names"]),
+            landmark_index=np.asarray(data["landmark_index"], dtype=np.int64),
+            vertex_ids=np.asarray(data["vertex_ids"], dtype=np.int64),
+            weights=np.asarray(data["weights"], dtype=np.float64),
+            response_params=tuple(data.get("response_params") or ()),
+            response=None if data.get("response") is None else np.asarray(data["response"], dtype=np.float64),
+        )
+
+
+@functools.cache
+def anny68_anchors() -> MeshAnchors:
+    """The 68-point template as anchors (each on one vertex)."""
+    marks = face_landmarks()
+    ids = np.repeat(marks.vertex_ids[:, None], 3, axis=1)
+    weights = np.zeros((len(marks), 3))
+    weights[:, 0] = 1.0
+    return MeshAnchors(ANNY68_SCHEME, marks.names, np.arange(len(marks)), ids, weights)
+
+
+def _barycentric(origin: np.ndarray, direction: np.ndarray, triangle: np.ndarray) -> np.ndarray:
+    """Barycentric weights of where the ray meets the triangle's plane, clamped into the
+    triangle (a landmark between two pixels may fall just outside the triangle of its pixel)."""
+    a, b, c = triangle
+    normal = np.cross(b - a, c - a)
+    t = float(np.dot(a - origin, normal) / np.dot(direction, normal))
+    hit = origin + t * direction
+    v0, v1, v2 = b - a, c - a, hit - a
+    d00, d01, d11, d20, d21 = v0 @ v0, v0 @ v1, v1 @ v1, v2 @ v0, v2 @ v1
+    denom = d00 * d11 - d01 * d01
+    w1 = (d11 * d20 - d01 * d21) / denom
+    w2 = (d00 * d21 - d01 * d20) / denom
+    weights = np.clip(np.array([1.0 - w1 - w2, w1, w2]), 0.0, None)
+    return weights / weights.sum()
+
+
+def anchors_from_render(scheme: str, names: Sequence[str], landmark_index: Sequence[int], points_px: np.ndarray,
+                        face_id: np.ndarray, pose, fov_deg: float, vertices: np.ndarray, faces: np.ndarray) -> MeshAnchors:  # fmt: skip
+    """Tie detected landmarks to the mesh: the ray through each landmark's pixel position meets
+    the triangle the render shows at that pixel (`face_id`, from `render.Renderer.render` of
+    `vertices` seen from camera `pose` of `fov_deg` on the smaller image side).
+
+    Run once on a neutral frontal render of the default subject; a landmark that lands on the
+    background is an error naming it."""
+    height, width = face_id.shape
+    to_world = pose.to_world()
+    half = math.tan(math.radians(fov_deg) / 2.0) / min(width, height)
+    ids, weights = [], []
+    for name, index in zip(names, landmark_index):
+        u, v = points_px[index]
+        col, row = int(np.clip(math.floor(u), 0, width - 1)), int(np.clip(math.floor(v), 0, height - 1))
+        triangle = int(face_id[row, col])
+        if triangle < 0:
+            raise LandmarkFitError(f"landmark {name!r} at ({u:.1f}, {v:.1f}) px lies off the rendered face")
+        # the renderer's ray model (views.pixel_ray_directions) at a sub-pixel position
+        local = np.array([-(2 * u - width) * half, -(2 * v - height) * half, 1.0])
+        direction = to_world[:3, :3] @ (local / np.linalg.norm(local))
+        corners = np.asarray(vertices, dtype=np.float64)[faces[triangle]]
+        ids.append(faces[triangle])
+        weights.append(_barycentric(to_world[:3, 3], direction, corners))
+    return MeshAnchors(scheme, tuple(names), np.asarray(landmark_index, dtype=np.int64),
+                       np.asarray(ids, dtype=np.int64), np.asarray(weights, dtype=np.float64))  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Views
+
+
+@attrs.frozen
+class ViewCamera:
+    """One view: intrinsics, the world-to-camera rotation (identity: looking along world -Z),
+    and the camera centre's offset from the rig origin (world coordinates, metres)."""
+
+    camera: PinholeCamera
+    rotation: np.ndarray = attrs.field(factory=lambda: np.eye(3), eq=attrs.cmp_using(eq=_array_eq),
+                                       converter=lambda v: np.asarray(v, dtype=np.float64))  # fmt: skip
+    offset: np.ndarray = attrs.field(factory=lambda: np.zeros(3), eq=attrs.cmp_using(eq=_array_eq),
+                                     converter=lambda v: np.asarray(v, dtype=np.float64))  # fmt: skip
+
+    @classmethod
+    def from_pose(cls, pose, fov_deg: float, width: int, height: int, rig_origin=None) -> "ViewCamera":
+        """A renderer camera (`views.CameraPose`, fov on the smaller side, Mitsuba's axes: left,
+        up, forward) as a view; the offset is from `rig_origin` (default: this camera itself)."""
+        to_world = pose.to_world()
+        left, up, forward = to_world[:3, 0], to_world[:3, 1], to_world[:3, 2]
+        focal = (min(width, height) / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
+        origin = to_world[:3, 3] if rig_origin is None else np.asarray(rig_origin, dtype=np.float64)
+        return cls(PinholeCamera(int(width), int(height), focal), np.stack([-left, up, -forward]), to_world[:3, 3] - origin)
+
+    def project(self, points: torch.Tensor, rig_origin: torch.Tensor) -> torch.Tensor:
+        """(..., 3) world points -> (..., 2) pixels for a rig at `rig_origin`."""
+        rotation = torch.as_tensor(self.rotation, dtype=points.dtype)
+        rel = (points - rig_origin - torch.as_tensor(self.offset, dtype=points.dtype)) @ rotation.T
+        depth = -rel[..., 2]
+        u = self.camera.focal_px * rel[..., 0] / depth + self.camera.width / 2
+        v = -self.camera.focal_px * rel[..., 1] / depth + self.camera.height / 2
+        return torch.stack([u, v], dim=-1)
+
+    def depth(self, points: torch.Tensor, rig_origin: torch.Tensor) -> torch.Tensor:
+        rotation = torch.as_tensor(self.rotation, dtype=points.dtype)
+        return -((points - rig_origin - torch.as_tensor(self.offset, dtype=points.dtype)) @ rotation.T)[..., 2]
+
+
+def _as_view(camera) -> ViewCamera:
+    return camera if isinstance(camera, ViewCamera) else ViewCamera(camera)
+
+
+@attrs.frozen
+class ViewLandmarks:
+    """What one view saw: its landmarks, its camera, and optionally the detector's offset from
+    the anchors in this view (`landmark_bias` of a neutral detection), taken off before fitting."""
+
+    landmarks: Landmarks2D = attrs.field(converter=as_landmarks)
+    view: ViewCamera = attrs.field(converter=_as_view)
+    bias: np.ndarray | None = attrs.field(default=None, eq=False)
+
+
+def _anchor_points(body: BodyModel, pose, translation, phenotype, actions, anchors: MeshAnchors) -> torch.Tensor:
+    """(B, K, 3) world positions of the anchored surface points."""
+    ids = torch.as_tensor(anchors.vertex_ids.reshape(-1))
+    corners = _landmark_points(body, pose, translation, phenotype, actions, ids)
+    corners = corners.reshape(corners.shape[0], len(anchors), 3, 3)
+    return torch.einsum("bkcd,kc->bkd", corners, torch.as_tensor(anchors.weights, dtype=corners.dtype))
+
+
+def project_anchors(state: BodyState, camera, camera_position: Sequence[float], anchors: MeshAnchors | None = None,
+                    reference: bool = False) -> np.ndarray:  # fmt: skip
+    """(K, 2) pixel positions of the anchored points for a known body state (the fit's inverse);
+    `camera` a `PinholeCamera` or `ViewCamera`, `camera_position` the rig origin. reference:
+    on the reference mesh (facial actions kept off the skull: what pictures are rendered of)
+    rather than anny's own forward pass."""
     body = get_body_model()
-    ids = torch.as_tensor(face_landmarks().vertex_ids)
+    anchors = anchors or anny68_anchors()
+    if reference:
+        from ..reference_mesh import get_reference_mesh
+
+        corners = get_reference_mesh().anny_posed([state])["vertices"][0][anchors.vertex_ids]
+        points = torch.as_tensor(np.einsum("kcd,kc->kd", corners, anchors.weights))
+        return _as_view(camera).project(points, torch.as_tensor(camera_position, dtype=torch.float64)).numpy()
     with torch.no_grad():
-        points = _landmark_points(
+        points = _anchor_points(
             body,
             torch.as_tensor(state.pose[None], dtype=torch.float64),
             torch.as_tensor(state.translation[None], dtype=torch.float64),
             _phenotype_tensors(body, state.phenotype),
             torch.as_tensor(state.expression[None], dtype=torch.float64),
-            ids,
+            anchors,
         )
-        pixels = camera.project(points[0], torch.as_tensor(camera_position, dtype=torch.float64))
+        pixels = _as_view(camera).project(points[0], torch.as_tensor(camera_position, dtype=torch.float64))
     return pixels.numpy()
+
+
+def project_landmarks(state: BodyState, camera: PinholeCamera, camera_position: Sequence[float]) -> np.ndarray:
+    """(68, 2) pixel positions of the anny-68 landmarks for a known body state."""
+    return project_anchors(state, camera, camera_position, anny68_anchors())
+
+
+def landmark_bias(neutral: Landmarks2D, state: BodyState, camera, camera_position, anchors: MeshAnchors) -> np.ndarray:
+    """(K, 2) where the detector puts each anchored landmark minus where the anchor projects, on a
+    detection of a known (neutral) state of the subject in this view: the detector's own offset,
+    which `ViewLandmarks.bias` takes off so that the fit follows the motion. The state is placed
+    on the reference mesh: the neutral picture is a render of it."""
+    return anchors.select(as_landmarks(neutral)) - project_anchors(state, camera, camera_position, anchors, reference=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The linear face: the anchored points of one subject as a cheap, exact-enough function
+
+
+@attrs.frozen
+class LinearFace:
+    """Anchored points of one subject (reference mesh: facial actions kept off the skull):
+
+        rest(x) = base + sum_a x_a deltas[a]                         (facial actions x)
+        posed   = rest(x) + head_weight * (R - I) (rest(x) - joint)    (Head rotation R)
+
+    Why it holds: facial actions are blendshapes, linear in the rest mesh (measured: jawOpen at
+    0.5 is half of jawOpen at 1 to 0.03 mm), and a Head rotation (SOMA's axis-angle is in world
+    axes at rest) turns every vertex about the Head joint by its skinning weight on the head's
+    bones. Against the reference mesh of jaw 0.5 with the head turned 0.28 rad: within 0.3 mm."""
+
+    base: np.ndarray = attrs.field(eq=False)
+    deltas: np.ndarray = attrs.field(eq=False)
+    head_weight: np.ndarray = attrs.field(eq=False)
+    joint: np.ndarray = attrs.field(eq=False)
+
+    def points(self, actions: torch.Tensor, rotvec: torch.Tensor, extra=None) -> torch.Tensor:
+        """(K, 3) posed anchored points for actions (52,) and a Head rotation (3,); `extra`
+        (K, 3) moves the resting points first (the detector's response)."""
+        base, deltas = torch.as_tensor(self.base), torch.as_tensor(self.deltas)
+        rest = base + torch.einsum("a,akd->kd", actions, deltas)
+        if extra is not None:
+            rest = rest + extra
+        turn = _rotation(rotvec) - torch.eye(3, dtype=rest.dtype)
+        moved = (rest - torch.as_tensor(self.joint)) @ turn.T
+        return rest + torch.as_tensor(self.head_weight)[:, None] * moved
+
+
+_linear_faces: dict = {}
+
+
+def linear_face(phenotype: dict[str, float], anchors: MeshAnchors) -> LinearFace:
+    """The subject's `LinearFace` (one batch of reference-mesh evaluations, cached per subject)."""
+    from ..reference_mesh import get_reference_mesh
+
+    key = (tuple(sorted((k, float(v)) for k, v in phenotype.items())), anchors.scheme, anchors.vertex_ids.tobytes(), anchors.weights.tobytes())
+    if key not in _linear_faces:
+        body = get_body_model()
+        count = len(body.action_names)
+        states = [BodyState(phenotype=dict(phenotype))]
+        states += [BodyState(phenotype=dict(phenotype), expression=np.eye(count)[a]) for a in range(count)]
+        posed = get_reference_mesh().anny_posed(states)
+        corners = posed["vertices"][:, anchors.vertex_ids]  # (1 + A, K, 3, 3)
+        points = np.einsum("skcd,kc->skd", corners, anchors.weights)
+        head = body.bone_index("Head")
+        weights = np.einsum("kc,kc->k", body.head_weights[anchors.vertex_ids], anchors.weights)
+        _linear_faces[key] = LinearFace(points[0], points[1:] - points[0], weights, posed["bone_poses"][0][head][:3, 3].copy())
+    return _linear_faces[key]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,9 +542,14 @@ class FitConfig:
     bones: SOMA bones whose rotation is fitted. From face landmarks alone, the neck bones and the
     head bone are not separable (they all turn the head), so the default puts the whole head
     rotation on `Head`; the jaw is driven by the `jawOpen` action, not by the Jaw bone, unless
-    "Jaw" is listed. action_prior / rotation_prior: small L2 pulls towards neutral that keep the
-    52 actions (more unknowns than a face's landmarks pin down) from drifting where no landmark
-    sees them (tongue, eye gaze).
+    "Jaw" is listed. actions: the facial actions fitted (None: all 52); the others keep the
+    starting state's values. action_prior / rotation_prior: small L2 pulls towards neutral that
+    keep actions no landmark sees (tongue, eye gaze) from drifting; action_sparsity: an L1 pull
+    that settles antagonists (browDown against browOuterUp) at the smaller pair of values.
+    fix_camera: keep the rig origin where `camera_position` puts it (a known camera).
+    linear: use the subject's `LinearFace` instead of anny's forward pass in every step (head
+    rotation only, phenotype fixed): about a thousand times cheaper a step, within 0.4 mm.
+    use_response: with `linear`, add the anchors' measured detector response (`MeshAnchors.response`).
     """
 
     bones: tuple[str, ...] = ("Head",)
@@ -252,6 +559,25 @@ class FitConfig:
     lbfgs_steps: int = 300
     action_prior: float = 1e-6
     rotation_prior: float = 1e-6
+    actions: tuple[str, ...] | None = None
+    action_sparsity: float = 0.0
+    fix_camera: bool = False
+    linear: bool = False
+    use_response: bool = True
+
+
+# Facial actions a face-landmark detector can see: mouth, jaw opening, lids, brows, gaze. The
+# others (cheeks, nose, tongue, jaw sideways, dimples) move no fitted landmark much; left free they
+# would only soak up detector noise.
+PIXEL_ACTIONS: tuple[str, ...] = (
+    "jawOpen", "mouthClose", "mouthFunnel", "mouthPucker", "mouthSmileLeft", "mouthSmileRight",
+    "mouthStretchLeft", "mouthStretchRight", "mouthFrownLeft", "mouthFrownRight", "mouthLeft", "mouthRight",
+    "mouthLowerDownLeft", "mouthLowerDownRight", "mouthUpperUpLeft", "mouthUpperUpRight",
+    "eyeBlinkLeft", "eyeBlinkRight", "eyeWideLeft", "eyeWideRight", "eyeSquintLeft", "eyeSquintRight",
+    "browDownLeft", "browDownRight", "browInnerUp", "browOuterUpLeft", "browOuterUpRight",
+    "eyeLookInLeft", "eyeLookInRight", "eyeLookOutLeft", "eyeLookOutRight",
+    "eyeLookUpLeft", "eyeLookUpRight", "eyeLookDownLeft", "eyeLookDownRight",
+)  # fmt: skip
 
 
 @attrs.frozen
@@ -264,13 +590,9 @@ class FitResult:
     evaluations: int = 0
 
 
-def _check_landmarks(landmarks_px, count: int) -> np.ndarray:
-    arr = np.asarray(landmarks_px, dtype=np.float64)
-    if arr.shape != (count, 2):
-        raise LandmarkFitError(f"expected ({count}, 2) landmark pixels (the 68-point layout), got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise LandmarkFitError("landmarks hold NaN or infinite coordinates")
-    return arr
+# The fit of detected pixels (mediapipe-478 anchors): the visible actions only, with an L1 pull
+# that keeps antagonists from cancelling (values chosen on benchmarks/bench_landmark_fit.py).
+PIXEL_FIT = FitConfig(actions=PIXEL_ACTIONS, action_sparsity=1e-4, adam_steps=60, lbfgs_steps=150, linear=True)
 
 
 def _logit(p: float) -> float:
@@ -283,36 +605,84 @@ def fit_landmarks(
     phenotype: dict[str, float] | None = None,
     config: FitConfig = FitConfig(),
     init: BodyState | None = None,
+    anchors: MeshAnchors | None = None,
+    camera_position=None,
+    bias: np.ndarray | None = None,
 ) -> FitResult:
-    """Recover a SOMA body state (face actions, head rotation) and camera from 68 landmarks.
+    """Recover a SOMA body state (face actions, head rotation) and camera from one view's
+    landmarks (a (68, 2) anny-68 array or `Landmarks2D`); see `fit_views`."""
+    view = ViewLandmarks(landmarks_px, camera, bias)
+    return fit_views([view], phenotype, config, init, anchors, camera_position)
+
+
+def fit_views(
+    views: Sequence[ViewLandmarks],
+    phenotype: dict[str, float] | None = None,
+    config: FitConfig = FitConfig(),
+    init: BodyState | None = None,
+    anchors: MeshAnchors | None = None,
+    camera_position=None,
+) -> FitResult:
+    """Recover a SOMA body state (face actions, head rotation) and the rig origin from the
+    landmarks of one or more views.
 
     phenotype: the subject's phenotype when known (else ANNY's average); with
     `config.fit_phenotype` it is a starting point that the fit refines. init: a warm start
-    (e.g. the previous frame's fit). Deterministic: no random initialisation.
+    (e.g. the previous frame's fit). camera_position: the rig origin's starting point (else
+    placed from view 0's landmarks). Deterministic: no random initialisation.
 
-    Runs on one torch thread: the problem is small (68 points), and on a shared 2-core machine
-    two threads made each iteration ~15x slower (0.5 s instead of 0.03 s), measured.
+    Runs on one torch thread: the problem is small (about a hundred points), and on a shared
+    2-core machine two threads made each iteration ~15x slower, measured.
     """
+    if not views:
+        raise LandmarkFitError("no views to fit")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _fit(landmarks_px, camera, phenotype, config, init)
+        return _fit(list(views), camera_position, phenotype, config, init, anchors or anny68_anchors())
     finally:
         torch.set_num_threads(threads)
 
 
-def _fit(landmarks_px, camera, phenotype, config, init) -> FitResult:
+def _targets(views: list[ViewLandmarks], anchors: MeshAnchors) -> torch.Tensor:
+    out = []
+    for view in views:
+        selected = anchors.select(view.landmarks)
+        if view.bias is not None:
+            bias = np.asarray(view.bias, dtype=np.float64)
+            if bias.shape != selected.shape or not np.isfinite(bias).all():
+                raise LandmarkFitError(f"a view's landmark bias has shape {bias.shape}; expected finite {selected.shape}")
+            selected = selected - bias
+        out.append(selected)
+    return torch.as_tensor(np.stack(out))  # (V, K, 2)
+
+
+def _response_terms(anchors: MeshAnchors, body, active, bone_ids, config):
+    """The anchors' detector response as (fitted actions' rows (A, K, 3), Head rotation rows
+    (3, K, 3) or None), zero rows for parameters it was not measured for."""
+    if anchors.response is None:
+        return None
+    table = dict(zip(anchors.response_params, torch.as_tensor(anchors.response)))
+    zero = torch.zeros(len(anchors), 3, dtype=torch.float64)
+    actions = torch.stack([table.get(body.action_names[a], zero) for a in active])
+    rotation = None
+    if tuple(config.bones) == ("Head",):
+        rotation = torch.stack([table.get(f"Head.{axis}", zero) for axis in "xyz"])
+    return actions, rotation
+
+
+def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
     body = get_body_model()
-    landmarks = face_landmarks()
-    target = torch.as_tensor(_check_landmarks(landmarks_px, len(landmarks)))
-    ids = torch.as_tensor(landmarks.vertex_ids)
+    target = _targets(views, anchors)
     bone_ids = [body.bone_index(name) for name in config.bones]
+    active = list(range(len(body.action_names))) if config.actions is None else [body.action_index(n) for n in config.actions]
     init = init or BodyState(phenotype=dict(phenotype or {}))
     pheno0 = _phenotype_tensors(body, dict(phenotype if phenotype is not None else init.phenotype))
 
     # Parameters. Actions live in [0, 1] through a sigmoid; phenotype likewise.
-    start = np.clip(init.expression, 0.02, 0.98)
+    start = np.clip(init.expression[active], 0.02, 0.98)
     raw_actions = torch.tensor([_logit(p) for p in start], dtype=torch.float64, requires_grad=True)
+    base_actions = torch.as_tensor(init.expression, dtype=torch.float64)
     rotations = torch.tensor(init.pose[bone_ids], dtype=torch.float64, requires_grad=True)
     raw_pheno = torch.tensor(
         [_logit(min(max(float(pheno0[k][0]), 0.02), 0.98)) for k in body.phenotype_names],
@@ -322,59 +692,93 @@ def _fit(landmarks_px, camera, phenotype, config, init) -> FitResult:
     base_pose = torch.as_tensor(init.pose, dtype=torch.float64)
     translation = torch.as_tensor(init.translation[None], dtype=torch.float64)
 
+    def actions_of(raw_a):
+        full = base_actions.clone()
+        full[active] = torch.sigmoid(raw_a)
+        return full
+
+    response = _response_terms(anchors, body, active, bone_ids, config) if config.use_response and config.linear else None
+
+    def detector_shift(raw_a, rot):
+        """(K, 3) metres on the resting face: where the detector's points go beyond the anchors."""
+        if response is None:
+            return None
+        action_rows, rotation_rows = response
+        shift = torch.einsum("a,akd->kd", torch.sigmoid(raw_a), action_rows)
+        if rotation_rows is not None:
+            shift = shift + torch.einsum("c,ckd->kd", rot[0], rotation_rows)
+        return shift
+
+    if config.linear:
+        if tuple(config.bones) != ("Head",) or config.fit_phenotype:
+            raise LandmarkFitError("the linear face fits the Head rotation alone with a fixed phenotype")
+        face = linear_face({k: float(v[0]) for k, v in pheno0.items()}, anchors)
+
     def points_of(raw_a, rot, raw_p):
+        if config.linear:
+            return face.points(actions_of(raw_a), rot[0], detector_shift(raw_a, rot))
         pose = base_pose.clone()
         pose[bone_ids] = rot
         if config.fit_phenotype:
             pheno = {k: torch.sigmoid(raw_p[i])[None] for i, k in enumerate(body.phenotype_names)}
         else:  # exactly the given phenotype (a sigmoid could not reach 0 or 1)
             pheno = pheno0
-        return _landmark_points(body, pose[None], translation, pheno, torch.sigmoid(raw_a)[None], ids)[0]
+        return _anchor_points(body, pose[None], translation, pheno, actions_of(raw_a)[None], anchors)[0]
 
-    # Camera initialisation from the neutral face: centre on the landmarks, depth from their spread.
+    first = views[0].view
     with torch.no_grad():
         neutral = points_of(raw_actions, rotations, raw_pheno)
-        spread_3d = float(torch.linalg.norm(neutral[:, :2] - neutral[:, :2].mean(0), dim=1).mean())
-        spread_2d = float(torch.linalg.norm(target - target.mean(0), dim=1).mean())
-        if spread_2d <= 0:
+        spreads = [float(torch.linalg.norm(t - t.mean(0), dim=1).mean()) for t in target]
+        if min(spreads) <= 0:
             raise LandmarkFitError("all landmarks lie on one pixel; cannot fit a face to them")
-        depth = camera.focal_px * spread_3d / spread_2d
-        centre_px = target.mean(0)
-        centre_3d = neutral.mean(0)
-        cam0 = torch.stack(
-            [
-                centre_3d[0] - (centre_px[0] - camera.width / 2) * depth / camera.focal_px,
-                centre_3d[1] + (centre_px[1] - camera.height / 2) * depth / camera.focal_px,
-                centre_3d[2] + depth,
-            ]
-        )
+        if camera_position is not None:
+            cam0 = torch.as_tensor(np.asarray(camera_position, dtype=np.float64))
+            depth = float(first.depth(neutral, cam0).mean())
+        else:  # place the rig so that view 0 sees the neutral face centred and of the right size
+            rotation0 = torch.as_tensor(first.rotation)
+            q = neutral @ rotation0.T  # the face in view 0's axes, up to the unknown translation
+            spread_3d = float(torch.linalg.norm(q[:, :2] - q[:, :2].mean(0), dim=1).mean())
+            depth = first.camera.focal_px * spread_3d / spreads[0]
+            centre_px, centre_q = target[0].mean(0), q.mean(0)
+            cam_q = torch.stack(
+                [
+                    centre_q[0] - (centre_px[0] - first.camera.width / 2) * depth / first.camera.focal_px,
+                    centre_q[1] + (centre_px[1] - first.camera.height / 2) * depth / first.camera.focal_px,
+                    centre_q[2] + depth,
+                ]
+            )
+            cam0 = cam_q @ rotation0 - torch.as_tensor(first.offset)
     # The camera moves in units of a tenth of its distance, so one optimiser step means the same
     # to it as to the rotations (radians) and the actions (logits).
-    cam_delta = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    cam_delta = torch.zeros(3, dtype=torch.float64, requires_grad=not config.fix_camera)
     cam_unit = 0.1 * depth
-    scale = spread_2d  # residuals in units of the landmarks' spread: independent of image size
-
+    scales = torch.as_tensor(spreads, dtype=torch.float64)[:, None, None]  # residuals in spread units
     evaluations = [0]
 
     def loss_fn(with_actions: bool = True):
         evaluations[0] += 1
-        pts = points_of(raw_actions if with_actions else raw_actions.detach(), rotations, raw_pheno)
+        raw_a = raw_actions if with_actions else raw_actions.detach()
+        pts = points_of(raw_a, rotations, raw_pheno)
         cam = cam0 + cam_unit * cam_delta
-        if bool((cam[2] - pts[:, 2] <= 1e-3).any()):
-            raise LandmarkFitError("the fitted face crossed the camera plane; check the landmarks and camera")
-        pred = camera.project(pts, cam)
-        residual = ((pred - target) / scale).pow(2).sum(-1).mean()
-        prior = config.action_prior * torch.sigmoid(raw_actions).pow(2).sum()
+        preds = []
+        for item in views:
+            if bool((item.view.depth(pts, cam) <= 1e-3).any()):
+                raise LandmarkFitError("the fitted face crossed a camera plane; check the landmarks and cameras")
+            preds.append(item.view.project(pts, cam))
+        residual = ((torch.stack(preds) - target) / scales).pow(2).sum(-1).mean()
+        fitted = torch.sigmoid(raw_actions)
+        prior = config.action_prior * fitted.pow(2).sum() + config.action_sparsity * fitted.sum()
         prior = prior + config.rotation_prior * rotations.pow(2).sum()
         return residual + prior
 
+    camera_params = [] if config.fix_camera else [cam_delta]
     # Stage 1: rigid (head rotation + camera), stage 2: everything with Adam, stage 3: L-BFGS.
-    rigid = torch.optim.Adam([rotations, cam_delta], lr=config.adam_lr)
+    rigid = torch.optim.Adam([rotations, *camera_params], lr=config.adam_lr)
     for _ in range(max(1, config.adam_steps // 4)):
         rigid.zero_grad()
         loss_fn(with_actions=False).backward()
         rigid.step()
-    params = [raw_actions, rotations, cam_delta] + ([raw_pheno] if config.fit_phenotype else [])
+    params = [raw_actions, rotations, *camera_params] + ([raw_pheno] if config.fit_phenotype else [])
     adam = torch.optim.Adam(params, lr=config.adam_lr)
     for _ in range(config.adam_steps):
         adam.zero_grad()
@@ -402,14 +806,14 @@ def _fit(landmarks_px, camera, phenotype, config, init) -> FitResult:
     with torch.no_grad():
         pts = points_of(raw_actions, rotations, raw_pheno)
         cam = cam0 + cam_unit * cam_delta
-        pred = camera.project(pts, cam).numpy()
+        pred = torch.stack([item.view.project(pts, cam) for item in views]).numpy()
         pose = init.pose.copy()
         pose[bone_ids] = rotations.numpy()
         pheno_out = {k: float(torch.sigmoid(raw_pheno[i])) for i, k in enumerate(body.phenotype_names)}
         if not config.fit_phenotype:
             pheno_out = {k: float(pheno0[k][0]) for k in body.phenotype_names}
-        actions = np.clip(torch.sigmoid(raw_actions).numpy(), 0.0, 1.0)
-    errors = np.linalg.norm(pred - target.numpy(), axis=1)
+        actions = np.clip(actions_of(raw_actions).numpy(), 0.0, 1.0)
+    errors = np.linalg.norm(pred - target.numpy(), axis=-1)
     if not np.isfinite(errors).all():
         raise LandmarkFitError("the fit diverged (non-finite landmark projections)")
     state = BodyState(
@@ -419,11 +823,12 @@ def _fit(landmarks_px, camera, phenotype, config, init) -> FitResult:
         expression=actions,
         accessories=init.accessories,
         part_scale=dict(init.part_scale),
+        appearance=init.appearance,
     )
     return FitResult(
         state=state,
         camera_position=cam.detach().numpy().copy(),
-        predicted_px=pred,
+        predicted_px=pred.reshape(-1, 2),
         mean_error_px=float(errors.mean()),
         max_error_px=float(errors.max()),
         evaluations=evaluations[0],
@@ -431,13 +836,29 @@ def _fit(landmarks_px, camera, phenotype, config, init) -> FitResult:
 
 
 __all__ = [
+    "ANNY68_SCHEME",
+    "FaceDetectionError",
     "FaceLandmarks",
     "FitConfig",
     "FitResult",
     "LandmarkFitError",
+    "Landmarks2D",
+    "LinearFace",
+    "MEDIAPIPE_SCHEME",
+    "MeshAnchors",
+    "PIXEL_ACTIONS",
+    "PIXEL_FIT",
     "PinholeCamera",
     "SPEAKINGFACES_CAMERA",
+    "ViewCamera",
+    "ViewLandmarks",
+    "anchors_from_render",
+    "anny68_anchors",
     "face_landmarks",
     "fit_landmarks",
+    "fit_views",
+    "landmark_bias",
+    "linear_face",
+    "project_anchors",
     "project_landmarks",
 ]

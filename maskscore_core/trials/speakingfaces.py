@@ -29,9 +29,13 @@ The seven extraction steps of seed 000 per utterance (`extract_utterance`):
 6. the synchronized audio cut to the clip's span, as 16 kHz mono wav (ffmpeg from imageio-ffmpeg);
 7. the frame sequence, decoded (so a corrupt frame is caught) and written as numbered PNGs.
 
-Landmarks come from the landmark-detector slot. No detector that works offline could be found:
-mediapipe's wheel ships no face-landmarker model (the .task file is a separate download), so a
-user registers one with `register_landmark_detector`; tests register one that knows the frames.
+Landmarks come from the landmark-detector slot. Detectors are registered with
+`register_landmark_detector` or installed as a `maskscore.landmark_detectors` entry point; the
+`maskscore-face-landmarks` distribution installs `mediapipe-face-mesh` (mediapipe 0.10.14's
+offline Face Mesh, 478 points), which step 2 uses by default. A detector returns
+`landmark_fit.Landmarks2D` (or a bare (68, 2) array in the anny-68 order) and may offer
+`anchors()`, where its points sit on the ANNY mesh; a frame where it finds no face, several
+faces or a face too small fails the utterance with an error naming the frame's file.
 
 A missing or corrupt file, or a clip too short, fails that utterance with an error naming the
 file; the failure is recorded in `LoadResult.failures` and the other utterances still load.
@@ -89,9 +93,9 @@ class SpeakingFacesConfigError(ValueError):
 
 
 class LandmarkDetector(Protocol):
-    def detect(self, image: np.ndarray) -> np.ndarray | None:
-        """(H, W, 3) uint8 RGB -> (68, 2) pixel landmarks in `landmark_fit`'s 68-point order,
-        or None when no face is found."""
+    def detect(self, image: np.ndarray) -> "landmark_fit.Landmarks2D | np.ndarray | None":
+        """(H, W, 3) uint8 RGB -> `Landmarks2D` (or (68, 2) pixels in `landmark_fit`'s anny-68
+        order); None or `landmark_fit.FaceDetectionError` when there is no usable face."""
 
 
 class DepthEstimator(Protocol):
@@ -119,11 +123,33 @@ def unregister_depth_estimator(name: str) -> None:
     _DEPTH_ESTIMATORS.pop(name, None)
 
 
+LANDMARK_DETECTOR_ENTRY_POINTS = "maskscore.landmark_detectors"
+DEFAULT_LANDMARK_DETECTOR = "mediapipe-face-mesh"
+
+
+def _installed_detectors() -> dict[str, Callable[[], LandmarkDetector]]:
+    """Detectors installed as entry points (loaded when asked for, not at import)."""
+    import importlib.metadata
+
+    found = importlib.metadata.entry_points(group=LANDMARK_DETECTOR_ENTRY_POINTS)
+    return {ep.name: (lambda ep=ep: ep.load()()) for ep in sorted(found, key=lambda ep: ep.name)}
+
+
+def landmark_detector(name: str | None = None) -> LandmarkDetector:
+    """The detector `name`; None: the one registered in code, else the installed default
+    (`mediapipe-face-mesh`), else the only one installed."""
+    installed = _installed_detectors()
+    if name is None and not _LANDMARK_DETECTORS and DEFAULT_LANDMARK_DETECTOR in installed:
+        name = DEFAULT_LANDMARK_DETECTOR
+    registry = {**installed, **_LANDMARK_DETECTORS} if name is not None else (_LANDMARK_DETECTORS or installed)
+    return _from_slot("landmark detector", registry, name, "2D face landmarks")
+
+
 def _from_slot(slot: str, registry: dict, name: str | None, what: str):
     if not registry:
         raise SpeakingFacesConfigError(
-            f"the {slot} slot ({what}) is empty: none is registered and none ships with MaskScore"
-            f" (no offline weights are reachable here); register one with register_{slot.replace(' ', '_')}()"
+            f"the {slot} slot ({what}) is empty: none is registered or installed; register one with"
+            f" register_{slot.replace(' ', '_')}()" + (" or install maskscore-face-landmarks" if slot == "landmark detector" else "")
         )
     if name is None:
         if len(registry) > 1:
@@ -457,12 +483,25 @@ class LoadResult:
     failures: tuple[TrialFailure, ...] = attrs.field(converter=tuple)
 
 
-def mouth_opening(landmarks: np.ndarray) -> float:
+# Mouth opening per landmark scheme: (upper inner lip, lower inner lip, eye A points, eye B points).
+_MOUTH_POINTS = {
+    landmark_fit.MEDIAPIPE_SCHEME: (13, 14, [33, 133], [263, 362]),  # eye corners
+}
+
+
+def mouth_opening(landmarks) -> float:
     """Inner-lip gap (upper middle to lower middle) over the distance between the eye centres."""
-    names = landmark_fit.face_landmarks().names
-    upper, lower = landmarks[names.index("lip_inner_2")], landmarks[names.index("lip_inner_6")]
-    right = landmarks[[i for i, n in enumerate(names) if n.startswith("eye_right_")]].mean(axis=0)
-    left = landmarks[[i for i, n in enumerate(names) if n.startswith("eye_left_")]].mean(axis=0)
+    landmarks = landmark_fit.as_landmarks(landmarks)
+    points = np.asarray(landmarks.points, dtype=np.float64)
+    if landmarks.scheme in _MOUTH_POINTS:
+        upper_i, lower_i, eye_a, eye_b = _MOUTH_POINTS[landmarks.scheme]
+        upper, lower = points[upper_i], points[lower_i]
+        right, left = points[eye_a].mean(axis=0), points[eye_b].mean(axis=0)
+    else:
+        names = landmark_fit.face_landmarks().names
+        upper, lower = points[names.index("lip_inner_2")], points[names.index("lip_inner_6")]
+        right = points[[i for i, n in enumerate(names) if n.startswith("eye_right_")]].mean(axis=0)
+        left = points[[i for i, n in enumerate(names) if n.startswith("eye_left_")]].mean(axis=0)
     return float(np.linalg.norm(upper - lower) / max(np.linalg.norm(left - right), 1e-9))
 
 
@@ -476,19 +515,22 @@ def _interpolate(a: BodyState, b: BodyState, w: float) -> BodyState:
     return attrs.evolve(a, pose=(1 - w) * a.pose + w * b.pose, expression=(1 - w) * a.expression + w * b.expression)
 
 
-def _fit_sequence(landmarks, rep, camera, phenotype, config) -> tuple[list[BodyState], landmark_fit.FitResult]:
+def _fit_sequence(landmarks, rep, camera, phenotype, config, anchors=None) -> tuple[list[BodyState], landmark_fit.FitResult]:
     """Fit the representative frame cold, then every `fit_stride`-th frame outwards, each warm-
     started from the previous fit; frames in between are interpolated."""
     cold = landmark_fit.FitConfig(adam_steps=config.fit_adam_steps, lbfgs_steps=config.fit_lbfgs_steps)
     warm = landmark_fit.FitConfig(adam_steps=0, lbfgs_steps=config.sequence_lbfgs_steps)
-    rep_fit = landmark_fit.fit_landmarks(landmarks[rep], camera, phenotype, cold)
+    if anchors is not None and anchors.scheme == landmark_fit.MEDIAPIPE_SCHEME:
+        cold = attrs.evolve(landmark_fit.PIXEL_FIT, adam_steps=config.fit_adam_steps, lbfgs_steps=config.fit_lbfgs_steps)
+        warm = attrs.evolve(landmark_fit.PIXEL_FIT, adam_steps=0, lbfgs_steps=config.sequence_lbfgs_steps)
+    rep_fit = landmark_fit.fit_landmarks(landmarks[rep], camera, phenotype, cold, anchors=anchors)
     n = len(landmarks)
     keys = sorted(set(range(rep % config.fit_stride, n, config.fit_stride)) | {0, n - 1, rep})
     fitted = {rep: rep_fit.state}
     for direction in (1, -1):
         previous = rep_fit.state
         for index in (k for k in (keys if direction > 0 else reversed(keys)) if (k - rep) * direction > 0):
-            previous = landmark_fit.fit_landmarks(landmarks[index], camera, phenotype, warm, init=previous).state
+            previous = landmark_fit.fit_landmarks(landmarks[index], camera, phenotype, warm, init=previous, anchors=anchors).state
             fitted[index] = previous
     states = []
     for i in range(n):
@@ -534,15 +576,19 @@ def extract_utterance(
     # step 6 before the fit: a missing or corrupt audio file fails the utterance cheaply
     audio = cut_audio(utterance.audio_path(config.mic), out / "audio.wav", len(frames) / FPS)
     landmarks = []
-    for path, frame in zip(frame_paths, frames):
-        found = detector.detect(frame)
+    for index, (path, frame) in enumerate(zip(frame_paths, frames)):
+        try:
+            found = detector.detect(frame)
+        except landmark_fit.FaceDetectionError as exc:
+            raise SpeakingFacesError(path, f"frame {index}: {exc}") from None
         if found is None:
-            raise SpeakingFacesError(path, "the landmark detector found no face in this frame")
-        landmarks.append(np.asarray(found, dtype=np.float64))
+            raise SpeakingFacesError(path, f"frame {index}: the landmark detector found no face")
+        landmarks.append(landmark_fit.as_landmarks(found))
     rep = representative_index(landmarks)  # step 1
     camera = landmark_fit.PinholeCamera.from_diagonal_fov(width, height, config.diagonal_fov_deg)
     phenotype = subject_phenotype(layout.subject_info(utterance.subject))
-    states, rep_fit = _fit_sequence(landmarks, rep, camera, phenotype, config)  # step 2
+    anchors = detector.anchors() if hasattr(detector, "anchors") else None
+    states, rep_fit = _fit_sequence(landmarks, rep, camera, phenotype, config, anchors)  # step 2
 
     extras = {
         "position": str(utterance.position),
@@ -579,7 +625,7 @@ def extract_utterance(
     image_path = frame_dir / f"frame_{rep:05d}.png"
     landmarks_path = out / "landmarks.json"
     landmarks_path.write_text(
-        json.dumps([np.round(l, 6).tolist() for l in landmarks], separators=(",", ":")) + "\n", encoding="utf-8"
+        json.dumps([np.round(l.points, 6).tolist() for l in landmarks], separators=(",", ":")) + "\n", encoding="utf-8"
     )
     extras["landmarks"] = str(landmarks_path)
     return Trial(
@@ -600,7 +646,7 @@ def load(root: str | Path, config: SpeakingFacesConfig | dict, workdir: str | Pa
     if isinstance(config, dict):
         config = SpeakingFacesConfig.from_dict({**config, "path": str(root)})
     layout = SpeakingFacesLayout(root)
-    detector = _from_slot("landmark detector", _LANDMARK_DETECTORS, config.landmark_detector, "2D face landmarks")
+    detector = landmark_detector(config.landmark_detector)
     estimator = _from_slot("depth estimator", _DEPTH_ESTIMATORS, config.depth_estimator, "MoGe-3 metric depth") if config.depth else None
     utterances = [
         u

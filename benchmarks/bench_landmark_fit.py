@@ -1,0 +1,162 @@
+"""From pixels to ANNY: how well the face fit recovers known parameters from rendered pictures,
+and how long detect + fit take per frame.
+
+Each case is a state of known facial actions and head rotation (jaw, smile, blink, brows, gaze,
+head yaw, head pitch) of the default subject, rendered through the project's appearance shading
+from one camera at a given yaw around the head and image size; mediapipe Face Mesh detects the
+face, the detector's offset is measured on the neutral picture of the same subject and camera,
+and the L-BFGS fit (`landmark_fit.PIXEL_FIT`) recovers actions, head rotation and the camera.
+Errors are |fitted - true| of the case's own actions (mean), of the head rotation (degrees), of
+the camera centre (mm), and the largest action the case did not set ("spill").
+
+    .venv/bin/python benchmarks/bench_landmark_fit.py                   # the README's table
+    .venv/bin/python benchmarks/bench_landmark_fit.py --yaws 0 --sizes 192 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("DRJIT_LIBLLVM_PATH", "/usr/lib/x86_64-linux-gnu/libLLVM.so.19.1")
+
+import attrs  # noqa: E402
+import numpy as np  # noqa: E402
+
+# Values differ from the steps the detector's response was measured at (0.6, 0.2 rad: anchors.py).
+CASES: dict[str, dict] = {
+    "neutral": {},
+    "jaw": {"actions": {"jawOpen": 0.45}},
+    "smile": {"actions": {"mouthSmileLeft": 0.5, "mouthSmileRight": 0.5}},
+    "blink": {"actions": {"eyeBlinkLeft": 0.45, "eyeBlinkRight": 0.45}},
+    "brows": {"actions": {"browInnerUp": 0.7, "browOuterUpLeft": 0.4, "browOuterUpRight": 0.4}},
+    "gaze": {"actions": {"eyeLookOutLeft": 0.5, "eyeLookInRight": 0.5}},
+    "head yaw": {"head": (0.0, 0.25, 0.0)},
+    "head pitch": {"head": (0.15, 0.0, 0.0)},
+}
+
+
+def case_state(case: dict):
+    from maskscore_core.body import get_body_model
+    from maskscore_core.records import BodyState
+
+    body = get_body_model()
+    expression = np.zeros(len(body.action_names))
+    for name, value in case.get("actions", {}).items():
+        expression[body.action_index(name)] = value
+    pose = np.zeros((len(body.bone_names), 3))
+    pose[body.bone_index("Head")] = case.get("head", (0.0, 0.0, 0.0))
+    return BodyState(expression=expression, pose=pose)
+
+
+def measure(yaw_deg: float, size: int, detector, anchors, config) -> list[dict]:
+    from maskscore_core import appearance
+    from maskscore_core.body import get_body_model
+    from maskscore_core.records import Appearance
+    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.render import get_renderer
+    from maskscore_core.trials import landmark_fit as lf
+    from maskscore_core.views import ViewConfig
+
+    body = get_body_model()
+    view_config = ViewConfig(count=1, resolution=size, offset=(0.5, yaw_deg / 360.0))
+    renderer = get_renderer(view_config)
+    pose = renderer.poses[0]
+    view = lf.ViewCamera.from_pose(pose, view_config.fov_deg, size, size)
+    origin = np.asarray(pose.origin)
+
+    def draw(state):
+        vertices = get_reference_mesh().vertices([state])[0]
+        return appearance.picture(renderer.render(vertices), Appearance())
+
+    neutral = case_state({})
+    start = time.perf_counter()
+    found = detector.detect(draw(neutral))
+    bias = lf.landmark_bias(found, neutral, view, origin, anchors)
+    rows = []
+    for name, case in CASES.items():
+        truth = case_state(case)
+        image = draw(truth)
+        t0 = time.perf_counter()
+        try:
+            landmarks = detector.detect(image)
+        except lf.FaceDetectionError as exc:
+            rows.append({"case": name, "yaw_deg": yaw_deg, "size": size, "error": str(exc)})
+            continue
+        t1 = time.perf_counter()
+        # The camera starts where it is and is fitted too (recovered, not given).
+        fit = lf.fit_views([lf.ViewLandmarks(landmarks, view, bias)], {}, config, neutral, anchors, origin + [0.01, -0.01, 0.02])
+        t2 = time.perf_counter()
+        set_ids = [body.action_index(n) for n in case.get("actions", {})]
+        others = [i for i in range(len(body.action_names)) if i not in set_ids]
+        head = body.bone_index("Head")
+        rows.append({
+            "case": name, "yaw_deg": yaw_deg, "size": size,
+            "face_px": round(float(np.ptp(landmarks.points[:, 0])), 1),
+            "action_error": round(float(np.abs(fit.state.expression[set_ids] - truth.expression[set_ids]).mean()), 3) if set_ids else None,
+            "spill": round(float(np.abs(fit.state.expression[others] - truth.expression[others]).max()), 3),
+            "head_error_deg": round(float(np.degrees(np.linalg.norm(fit.state.pose[head] - truth.pose[head]))), 2),
+            "camera_error_mm": round(float(1000 * np.linalg.norm(fit.camera_position - origin)), 1),
+            "reprojection_px": round(fit.mean_error_px, 2),
+            "detect_ms": round(1000 * (t1 - t0), 1), "fit_ms": round(1000 * (t2 - t1), 1),
+        })  # fmt: skip
+    del start
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    head = "| case | yaw | size px | face px | action err | spill | head err deg | camera err mm | reproj px | detect ms | fit ms |"
+    lines = [head, "|" + "---|" * head.count("|")[:-1] if False else "|" + "|".join(["---"] * 11) + "|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['case']} | {r['yaw_deg']:g} | {r['size']} | {r['error']} |" + " |" * 7)
+            continue
+        action = "-" if r["action_error"] is None else f"{r['action_error']:.3f}"
+        lines.append(
+            f"| {r['case']} | {r['yaw_deg']:g} | {r['size']} | {r['face_px']:.0f} | {action} | {r['spill']:.3f} |"
+            f" {r['head_error_deg']:.2f} | {r['camera_error_mm']:.1f} | {r['reprojection_px']:.2f} | {r['detect_ms']:.0f} | {r['fit_ms']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--yaws", default="0,20,40", help="camera yaws around the head, degrees")
+    parser.add_argument("--sizes", default="160,256", help="image sizes, pixels (square)")
+    parser.add_argument("--cases", default=",".join(CASES), help="which cases")
+    parser.add_argument("--json", help="write the rows and the speed summary as JSON here")
+    args = parser.parse_args()
+
+    from maskscore_core.trials import landmark_fit as lf
+    from maskscore_face_landmarks import FaceMeshDetector
+
+    wanted = args.cases.split(",")
+    for name in list(CASES):
+        if name not in wanted:
+            del CASES[name]
+    detector = FaceMeshDetector()
+    anchors = detector.anchors()
+    config = lf.PIXEL_FIT
+    rows = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        for yaw in [float(y) for y in args.yaws.split(",")]:
+            rows.extend(measure(yaw, size, detector, anchors, config))
+    print(table(rows))
+    timed = [r for r in rows if "error" not in r]
+    speed = {
+        "detect_ms_median": float(np.median([r["detect_ms"] for r in timed])) if timed else None,
+        "fit_ms_median": float(np.median([r["fit_ms"] for r in timed])) if timed else None,
+        "frames": len(timed),
+        "config": attrs.asdict(config),
+    }
+    print(f"detect + fit per frame: {speed['detect_ms_median']:.0f} ms + {speed['fit_ms_median']:.0f} ms (medians over {len(timed)} frames)")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"rows": rows, "speed": speed}, handle, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
