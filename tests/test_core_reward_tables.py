@@ -46,4 +46,12 @@ def test_paths_are_stored_relative_to_the_dataset_root(tmp_path):
     assert reward_tables.resolve("assets/x.glb", tmp_path / "data") == tmp_path / "data" / "assets" / "x.glb"
     with pytest.raises(KeyError, match="not a path"):
         reward_tables.resolve("", None, "a test value", lambda message: KeyError("not a path: " + message))
-    assert reward_tables.resolve(str(Path("/abs/x.glb")), tmp_path) == Path("/abs/x.glb")
+    # read from a dataset, a value stays inside it (maskscore_core.paths): absolute or climbing out is refused
+    for value, reason in ((str(Path("/abs/x.glb")), "is absolute"), ("../x.glb", "outside the dataset directory"),
+                          ("assets/../../x.glb", "outside the dataset directory")):
+        with pytest.raises(ValueError, match=reason):
+            reward_tables.resolve(value, tmp_path / "data")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "link").symlink_to(tmp_path)
+    with pytest.raises(ValueError, match="outside the dataset directory"):
+        reward_tables.resolve("link/x.glb", tmp_path / "data")
