@@ -109,7 +109,7 @@ def test_nan_keypoints_and_unknown_parts_are_named(ctx):
     points[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or infinite coordinates"):
         plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, points), instance=instance, ctx=ctx)
-    assert len(plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)) > 0
+    assert len(plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx).native) > 0
     with pytest.raises(vocab.VocabularyError, match="unknown part"):
         plugins.call("mask_part", MODALITY, modality=MODALITY, part="tentacle", ctx=ctx)
     with pytest.raises(parts.PartError, match="no keypoints"):
@@ -119,7 +119,7 @@ def test_nan_keypoints_and_unknown_parts_are_named(ctx):
 def test_accessory_keypoints_pin_the_accessory(ctx):
     """Adding a hat is expressed by where the hat's own points are, not by deforming the body."""
     reference = get_reference_mesh()
-    hat_ids = plugins.call("mask_part", MODALITY, modality=MODALITY, part="headwear", ctx=ctx)
+    hat_ids = plugins.call("mask_part", MODALITY, modality=MODALITY, part="headwear", ctx=ctx).native
     start, stop = next(reference.slot_ranges[s.name] for s in reference.slots if s.part == "headwear")
     assert len(hat_ids) == stop - start
     instance = _instance()
