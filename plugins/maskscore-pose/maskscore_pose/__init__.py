@@ -1,55 +1,54 @@
 """MaskScore's pose modality plugin: SOMA bones [78x3] + t[3], decoded by FK + skinning."""
 
-from maskscore_core import hookimpl
-from maskscore_core.records import Asset, PluginInfo
+from maskscore_core import Column, Modality, edits, hookimpl
+from maskscore_core.records import Asset, PartMask
+from maskscore_core.registration import CONDITIONING_IMAGE
 
 from . import representation, table
 
 MODALITY = representation.MODALITY
 
 
-@hookimpl
-def plugin_info():
-    return PluginInfo(kind="modality", provides=(MODALITY,))
+class Pose(Modality):
+    """SOMA bone rotations and the root translation, stored in the table as numbers."""
 
+    name = MODALITY
+    table = "PoseEditReward"
+    input_columns = (Column("input_pose", "list<float>", "frame A's SOMA rotations [78x3] + t [3]"), CONDITIONING_IMAGE)
+    candidate_column = Column("output_poses", "list<list<float>>", "candidate bone poses")
+    template = "repose the {part} to frame B's expression"
+    # No SOMA bone carries the brows, so a pose cannot express an eyebrow edit.
+    task_table = {part: "pose_change" for part in edits.MOTION_PARTS if part != "eyebrow"}
+    order = 1
 
-@hookimpl
-def encode(modality, target, ctx):
-    if modality == MODALITY:
+    def encode(self, target, ctx):
         return representation.encode(target)
+
+    def decode_reference(self, instance, which, ctx):
+        return representation.decode(representation.encode(instance.frame(which)), instance)
+
+    def write(self, asset, directory, name, ctx):
+        return representation.to_column(asset.data)
+
+    def read(self, value, root, ctx):
+        return Asset(modality=MODALITY, data=representation.check(value, what="pose column value"))
+
+    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
+        return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+
+
+@hookimpl
+def register_modalities(register):
+    register(Pose())
 
 
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
-    if asset.modality == MODALITY:
-        return representation.decode(asset, instance)
-
-
-@hookimpl
-def decode_reference(modality, instance, which, ctx):
-    if modality == MODALITY:
-        return representation.decode(representation.encode(instance.frame(which)), instance)
+    return representation.decode(asset, instance)
 
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    if modality == MODALITY:
-        return representation.mask(part)
+    from maskscore_core import parts
 
-
-@hookimpl
-def write_asset(asset, directory, name, ctx):
-    if asset.modality == MODALITY:
-        return representation.to_column(asset.data)
-
-
-@hookimpl
-def read_asset(modality, value, root, ctx):
-    if modality == MODALITY:
-        return Asset(modality=MODALITY, data=representation.check(value, what="pose column value"))
-
-
-@hookimpl
-def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
-    if modality == MODALITY:
-        return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+    return PartMask(region=parts.region_vertex_ids(part), native=representation.mask(part))

@@ -31,7 +31,7 @@ class TestPoseContract(ModalityContract):
         return _instance(_state(neck=0.3))
 
     def ladder_filter(self, instance, ctx):
-        return bool(plugins.call("mask_part", MODALITY, modality=MODALITY, part=instance.instruction.part, ctx=ctx)["bones"])
+        return bool(plugins.call("mask_part", MODALITY, modality=MODALITY, part=instance.instruction.part, ctx=ctx).native["bones"])
 
     def check_rows(self, table, values, instance, ctx):
         np.testing.assert_allclose(table.column("output_poses").to_pylist()[0][0], instance.b.state.pose_vector(), atol=1e-12)
@@ -118,10 +118,10 @@ def test_bad_pose_values_do_not_decode(ctx, value, message):
 
 
 def test_part_masks_name_bones_and_actions(ctx):
-    mouth = plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)
+    mouth = plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx).native
     assert mouth["bones"] == ("Jaw",) and "jawOpen" in mouth["actions"]
     assert len(mouth["indices"]) == 3
-    irides = plugins.call("mask_part", MODALITY, modality=MODALITY, part="irides", ctx=ctx)
+    irides = plugins.call("mask_part", MODALITY, modality=MODALITY, part="irides", ctx=ctx).native
     assert irides["bones"] == ("LeftEye", "RightEye")
     with pytest.raises(ValueError, match="tentacle"):
         plugins.call("mask_part", MODALITY, modality=MODALITY, part="tentacle", ctx=ctx)
