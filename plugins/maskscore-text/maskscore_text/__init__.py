@@ -1,66 +1,62 @@
 """MaskScore's text modality plugin: a transcript, scored through the mouth motion it implies
-(see README.md). Hook implementations only; the work lives in the modules."""
+(see README.md). The Modality object and two hooks; the work lives in the modules."""
 
 from pathlib import Path
 
-from maskscore_core import hookimpl
-from maskscore_core.records import Asset, PluginInfo
+from maskscore_core import Column, Modality, hookimpl
+from maskscore_core.records import Asset, PartMask
+from maskscore_core.registration import CONDITIONING_IMAGE
 from maskscore_core.speech.spoken_mesh import sampled_frame_count
 
 from .representation import LADDER_LEVELS, MODALITY, check_text, decode_target, decode_text, part_actions
-from .table import SUFFIX, relative_to_root, text_row, write_transcript
+from .table import SUFFIX, relative_to_root, text_row, transcript_of, write_transcript
 
 
-@hookimpl
-def plugin_info():
-    return PluginInfo(kind="modality", provides=(MODALITY,))
+class Text(Modality):
+    """What is said, as a transcript; the table holds the transcripts themselves."""
 
+    name = MODALITY
+    table = "TextEditReward"
+    input_columns = (Column("input_text", "string", "frame A's transcript"), CONDITIONING_IMAGE)
+    candidate_column = Column("output_texts", "list<string>", "candidate transcripts")
+    template = "change the command to {phrase}"
+    task_table = {"mouth": "speech_edit"}  # words move only the mouth
+    ladder_levels = LADDER_LEVELS
+    sequence = True
+    suffixes = (SUFFIX,)
+    order = 6
 
-@hookimpl
-def encode(modality, target, ctx):
-    if modality == MODALITY:
+    def encode(self, target, ctx):
         return Asset(modality=MODALITY, data=check_text(target.transcript, f"transcript of {target.label!r}"))
+
+    def decode_reference(self, instance, which, ctx):
+        return decode_target(instance, which, sampled_frame_count(ctx))
+
+    def write(self, asset, directory, name, ctx):
+        # The .txt path; the row puts the transcript itself in the table (see table.py).
+        return relative_to_root(write_transcript(asset.data, Path(directory) / f"{name}{SUFFIX}"), ctx)
+
+    def read(self, value, root, ctx):
+        # `value` comes from the table (the transcript itself) or names a .txt file.
+        return Asset(modality=MODALITY, data=transcript_of(value, root, "transcript"))
+
+    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
+        return text_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+
+
+@hookimpl
+def register_modalities(register):
+    register(Text())
 
 
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
-    if asset.modality == MODALITY:
-        return decode_text(check_text(asset.data), instance, sampled_frame_count(ctx))
-
-
-@hookimpl
-def decode_reference(modality, instance, which, ctx):
-    if modality == MODALITY:
-        return decode_target(instance, which, sampled_frame_count(ctx))
-
-
-@hookimpl
-def ladder_levels(modality):
-    if modality == MODALITY:
-        return LADDER_LEVELS
+    return decode_text(check_text(asset.data), instance, sampled_frame_count(ctx))
 
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    if modality == MODALITY:
-        return part_actions(part)
+    from maskscore_core import parts
 
-
-@hookimpl
-def write_asset(asset, directory, name, ctx):
-    # The .txt path; the row puts the transcript itself in the table (see table.py).
-    if asset.modality == MODALITY:
-        return relative_to_root(write_transcript(asset.data, Path(directory) / f"{name}{SUFFIX}"), ctx)
-
-
-@hookimpl
-def read_asset(modality, value, root, ctx):
-    # `value` comes from the table: the transcript itself.
-    if modality == MODALITY:
-        return Asset(modality=MODALITY, data=check_text(value))
-
-
-@hookimpl
-def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
-    if modality == MODALITY:
-        return text_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+    native = part_actions(part)  # a transcript moves only the mouth: other parts are refused
+    return PartMask(region=parts.region_vertex_ids(part), native=native)
