@@ -1,10 +1,11 @@
 """MaskScore's speech modality plugin: a waveform, scored through the face motion it drives
-(see README.md). Hook implementations only; the work lives in the modules."""
+(see README.md). The Modality object and two hooks; the work lives in the modules."""
 
 from pathlib import Path
 
-from maskscore_core import hookimpl
-from maskscore_core.records import Asset, PluginInfo
+from maskscore_core import Column, Modality, hookimpl
+from maskscore_core.records import Asset, PartMask
+from maskscore_core.registration import CONDITIONING_IMAGE
 from maskscore_core.speech.spoken_mesh import sampled_frame_count
 
 from .representation import (
@@ -29,54 +30,49 @@ def _waveform(asset) -> Waveform:
     return asset.data
 
 
-@hookimpl
-def plugin_info():
-    return PluginInfo(kind="modality", provides=(MODALITY,))
+class Speech(Modality):
+    """What is said and by which voice, as a 16 kHz waveform (.wav)."""
 
+    name = MODALITY
+    table = "SpeechEditReward"
+    input_columns = (Column("input_audio", "string", "path to frame A's audio (.wav)"), CONDITIONING_IMAGE)
+    candidate_column = Column("output_audios", "list<string>", "paths to candidate audio (.wav)")
+    template = "resynthesize the {part} to say {phrase}"
+    task_table = {"mouth": "speech_edit"}  # audio moves only the mouth
+    ladder_levels = LADDER_LEVELS
+    sequence = True
+    suffixes = (SUFFIX,)
+    order = 5
 
-@hookimpl
-def encode(modality, target, ctx):
-    if modality == MODALITY:
+    def encode(self, target, ctx):
         return Asset(modality=MODALITY, data=synthesize(target))
+
+    def decode_reference(self, instance, which, ctx):
+        return decode_target(instance, which, sampled_frame_count(ctx))
+
+    def write(self, asset, directory, name, ctx):
+        return relative_to_root(write_waveform(_waveform(asset), Path(directory) / f"{name}{SUFFIX}"), ctx)
+
+    def read(self, value, root, ctx):
+        return Asset(modality=MODALITY, data=read_waveform(resolve(value, root)), path=str(value))
+
+    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
+        return speech_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+
+
+@hookimpl
+def register_modalities(register):
+    register(Speech())
 
 
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
-    if asset.modality == MODALITY:
-        return decode_waveform(_waveform(asset), instance, sampled_frame_count(ctx))
-
-
-@hookimpl
-def decode_reference(modality, instance, which, ctx):
-    if modality == MODALITY:
-        return decode_target(instance, which, sampled_frame_count(ctx))
-
-
-@hookimpl
-def ladder_levels(modality):
-    if modality == MODALITY:
-        return LADDER_LEVELS
+    return decode_waveform(_waveform(asset), instance, sampled_frame_count(ctx))
 
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    if modality == MODALITY:
-        return part_actions(part)
+    from maskscore_core import parts
 
-
-@hookimpl
-def write_asset(asset, directory, name, ctx):
-    if asset.modality == MODALITY:
-        return relative_to_root(write_waveform(_waveform(asset), Path(directory) / f"{name}{SUFFIX}"), ctx)
-
-
-@hookimpl
-def read_asset(modality, value, root, ctx):
-    if modality == MODALITY:
-        return Asset(modality=MODALITY, data=read_waveform(resolve(value, root)), path=str(value))
-
-
-@hookimpl
-def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
-    if modality == MODALITY:
-        return speech_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+    native = part_actions(part)  # audio moves only the mouth: other parts are refused
+    return PartMask(region=parts.region_vertex_ids(part), native=native)
