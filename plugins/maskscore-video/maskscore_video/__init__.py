@@ -1,10 +1,10 @@
 """MaskScore's video modality plugin: a clip of ANNY frames, decoded per frame and as a face
-activation sequence (see README.md). Hook implementations only; the work lives in the modules."""
+activation sequence (see README.md). The Modality object and two hooks; the work lives in the modules."""
 
 from pathlib import Path
 
-from maskscore_core import hookimpl
-from maskscore_core.records import Asset, Decoded, PluginInfo
+from maskscore_core import Column, Modality, edits, hookimpl
+from maskscore_core.records import Asset, Decoded, PartMask
 
 from .representation import (
     DEFAULT_FRAME_RESOLUTION,
@@ -21,27 +21,25 @@ from .representation import (
     sample_indices,
     write_clip,
 )
+from .pixels import PixelClip, decode_states, is_pixel_clip, read_pixel_clip
 from .table import video_row
 
 MODALITY = "video"
-
-
-@hookimpl
-def plugin_info():
-    return PluginInfo(kind="modality", provides=(MODALITY,))
-
-
-@hookimpl
-def encode(modality, target, ctx):
-    if modality != MODALITY:
-        return None
-    return Asset(modality=MODALITY, data=clip_from_target(target))
 
 
 def _clip(asset) -> Clip:
     if not isinstance(asset.data, Clip):
         raise VideoError(f"a video asset holds a Clip, got {type(asset.data).__name__}")
     return asset.data
+
+
+def _pixel_states(clip: PixelClip, instance) -> Clip:
+    """A pixel clip read back to body states (`pixels.decode_states`). Pixels are read for the
+    face's geometry only: the decoded clip carries no look."""
+    import attrs
+
+    states = [attrs.evolve(state, appearance=None) for state in decode_states(clip, instance)]
+    return Clip(states=states, fps=clip.fps)
 
 
 def decode_clip(clip: Clip, part: str, ctx) -> Decoded:
@@ -56,48 +54,63 @@ def decode_clip(clip: Clip, part: str, ctx) -> Decoded:
     )  # fmt: skip
 
 
+class Video(Modality):
+    """A clip of body states, written as PNG frames shaded with their look, with its audio."""
+
+    name = MODALITY
+    table = "VideoEditReward"
+    input_columns = (
+        Column("input_video", "string", "path to input frame sequence"),
+        Column("aligned_audio", "string", "path to aligned audio (.wav)"),
+    )
+    candidate_column = Column("output_videos", "list<string>", "paths to candidate frame sequences")
+    template = "transition the {part} from frame A to frame B"
+    # The motion parts, with the appearance task types on them: each frame carries its look.
+    task_table = edits.with_appearance({part: "temporal_edit" for part in edits.MOTION_PARTS})
+    sequence = True
+    order = 4
+
+    def encode(self, target, ctx):
+        return Asset(modality=MODALITY, data=clip_from_target(target))
+
+    def decode_reference(self, instance, which, ctx):
+        return decode_clip(clip_from_target(instance.frame(which)), instance.instruction.part, ctx)
+
+    def write(self, asset, directory, name, ctx):
+        folder = Path(directory) / name
+        if isinstance(asset.data, PixelClip):  # an editor's frames: PNGs and their frame rate
+            from .pixels import write_png_folder
+
+            write_png_folder(asset.data, folder)
+            return relative_to_root(folder, ctx)
+        write_clip(_clip(asset), folder, int(ctx.config.get("frame_resolution", DEFAULT_FRAME_RESOLUTION)))
+        return relative_to_root(folder, ctx)
+
+    def read(self, value, root, ctx):
+        path = resolve(value, root)
+        data = read_pixel_clip(path) if is_pixel_clip(path) else read_clip(path)
+        return Asset(modality=MODALITY, data=data, path=str(value))
+
+    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
+        return video_row(instance, input_value, candidate_values, scores, dimension, root)
+
+
+@hookimpl
+def register_modalities(register):
+    register(Video())
+
+
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
-    if asset.modality != MODALITY:
-        return None
+    if isinstance(asset.data, PixelClip):
+        return decode_clip(_pixel_states(asset.data, instance), instance.instruction.part, ctx)
     return decode_clip(_clip(asset), instance.instruction.part, ctx)
 
 
 @hookimpl
-def decode_reference(modality, instance, which, ctx):
-    if modality != MODALITY:
-        return None
-    return decode_clip(clip_from_target(instance.frame(which)), instance.instruction.part, ctx)
-
-
-@hookimpl
 def mask_part(modality, part, ctx):
-    if modality != MODALITY:
-        return None
     from maskscore_core import parts
 
     parts.check_active(part)
-    return {"vertex_ids": parts.part_vertex_ids(part), "actions": tuple(parts.part_actions(part))}
-
-
-@hookimpl
-def write_asset(asset, directory, name, ctx):
-    if asset.modality != MODALITY:
-        return None
-    folder = Path(directory) / name
-    write_clip(_clip(asset), folder, int(ctx.config.get("frame_resolution", DEFAULT_FRAME_RESOLUTION)))
-    return relative_to_root(folder, ctx)
-
-
-@hookimpl
-def read_asset(modality, value, root, ctx):
-    if modality != MODALITY:
-        return None
-    return Asset(modality=MODALITY, data=read_clip(resolve(value, root)), path=str(value))
-
-
-@hookimpl
-def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
-    if modality != MODALITY:
-        return None
-    return video_row(instance, input_value, candidate_values, scores, dimension, root)
+    native = {"vertex_ids": parts.part_vertex_ids(part), "actions": tuple(parts.part_actions(part))}
+    return PartMask(region=parts.region_vertex_ids(part), native=native)

@@ -134,6 +134,6 @@ def test_bad_clips_and_parts_are_rejected(ctx):
 def test_mask_is_part_vertices_and_actions(ctx):
     from maskscore_core import parts
 
-    mask = plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)
+    mask = plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx).native
     np.testing.assert_array_equal(mask["vertex_ids"], parts.part_vertex_ids("mouth"))
     assert "jawOpen" in mask["actions"]
