@@ -1,11 +1,11 @@
 """MaskScore's multimodal modality plugin: cross-modal agreement through the ANNY mesh, one
-derivation path for the references and another for the candidates (see README.md). Hook
-implementations only; the work lives in the modules."""
+derivation path for the references and another for the candidates (see README.md). The Modality
+object and two hooks; the work lives in the modules."""
 
 from pathlib import Path
 
-from maskscore_core import hookimpl
-from maskscore_core.records import Asset, PluginInfo
+from maskscore_core import Column, Modality, edits, hookimpl
+from maskscore_core.records import Asset, PartMask
 
 from .representation import (
     MODALITY,
@@ -22,54 +22,53 @@ from .representation import (
 from .table import multimodal_row
 
 
-@hookimpl
-def plugin_info():
-    return PluginInfo(kind="modality", provides=(MODALITY,))
+class Multimodal(Modality):
+    """One edit result realised in another modality than the input's (`pairs`)."""
 
+    name = MODALITY
+    table = "MultimodalEditReward"
+    input_columns = (
+        Column("input_modality", "string", "source modality name"),
+        Column("output_modality", "string", "target modality name"),
+        Column("input_data", "string", "path to input"),
+    )
+    candidate_column = Column("output_candidates", "list<string>", "paths to candidate outputs")
+    template = "match the {part} across modalities to frame B"
+    task_table = {part: "cross_modal_compose" for part in edits.MOTION_PARTS}
+    order = 7
 
-@hookimpl
-def encode(modality, target, ctx):
-    if modality == MODALITY:
+    def encode(self, target, ctx):
         return Asset(modality=MODALITY, data=CrossModal(target=target))
+
+    def decode_reference(self, instance, which, ctx):
+        if which not in ("a", "b"):
+            raise MultimodalError(f"reference must be 'a' or 'b', got {which!r}")
+        return _decode_reference(instance, which, ctx)
+
+    def write(self, asset, directory, name, ctx):
+        return relative_to_root(write_folder(cross_modal(asset), Path(directory) / name, ctx), ctx)
+
+    def read(self, value, root, ctx):
+        return Asset(modality=MODALITY, data=read_folder(resolve(value, root), root, ctx), path=str(value))
+
+    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
+        return multimodal_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+
+
+@hookimpl
+def register_modalities(register):
+    register(Multimodal())
 
 
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
-    if asset.modality == MODALITY:
-        return decode_candidate(asset, instance, ctx)
-
-
-@hookimpl
-def decode_reference(modality, instance, which, ctx):
-    if modality == MODALITY:
-        if which not in ("a", "b"):
-            raise MultimodalError(f"reference must be 'a' or 'b', got {which!r}")
-        return _decode_reference(instance, which, ctx)
+    return decode_candidate(asset, instance, ctx)
 
 
 @hookimpl
 def mask_part(modality, part, ctx):
     # Every path meets on the mesh, so the multimodal mask is the part's reference-mesh vertices.
-    if modality == MODALITY:
-        from maskscore_core import parts
+    from maskscore_core import parts
 
-        parts.check_active(part)
-        return parts.part_vertex_ids(part)
-
-
-@hookimpl
-def write_asset(asset, directory, name, ctx):
-    if asset.modality == MODALITY:
-        return relative_to_root(write_folder(cross_modal(asset), Path(directory) / name, ctx), ctx)
-
-
-@hookimpl
-def read_asset(modality, value, root, ctx):
-    if modality == MODALITY:
-        return Asset(modality=MODALITY, data=read_folder(resolve(value, root), root, ctx), path=str(value))
-
-
-@hookimpl
-def reward_row(modality, instance, input_value, candidate_values, scores, dimension, root, ctx):
-    if modality == MODALITY:
-        return multimodal_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+    parts.check_active(part)
+    return PartMask(region=parts.region_vertex_ids(part), native=parts.part_vertex_ids(part))
