@@ -1,11 +1,17 @@
-"""The eight reward-table schemas hold seed 000's columns exactly and validate with clear errors."""
+"""The eight reward-table schemas hold seed 000's columns exactly and validate with clear errors;
+schemas/ is generated from the registered modalities and kept current."""
 
 from __future__ import annotations
+
+import tomllib
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from maskscore_core import schemas, vocab
+from maskscore_core import plugins, schemas
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Seed 000, "The eight stubs": the columns each table lists, in order.
 DESIGN_COLUMNS = {
@@ -28,7 +34,7 @@ def test_schema_columns_are_the_designs(table):
 
 def test_every_modality_has_one_table():
     assert sorted(schemas.table_specs()) == sorted(DESIGN_COLUMNS)
-    assert {schemas.table_for_modality(m) for m in vocab.MODALITIES} == set(DESIGN_COLUMNS)
+    assert {schemas.table_for_modality(m) for m in plugins.modality_names()} == set(DESIGN_COLUMNS)
 
 
 def test_types_follow_the_design():
@@ -90,3 +96,24 @@ def test_wrong_type_is_named():
 def test_unknown_table():
     with pytest.raises(schemas.SchemaError, match="unknown reward table 'SmellEditReward'"):
         schemas.arrow_schema("SmellEditReward")
+
+
+def _project_distributions() -> list[str]:
+    return sorted(tomllib.loads(p.read_text())["project"]["name"] for p in ROOT.glob("plugins/*/pyproject.toml"))
+
+
+def test_committed_schema_files_are_the_registered_modalities(monkeypatch):
+    """schemas/*.json is what `python -m maskscore_core.schemas schemas` writes from the modalities
+    the project's plugins register: run it after changing a modality's columns."""
+    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", ",".join(_project_distributions()))
+    plugins.reset()
+    assert not plugins.load_errors()
+    committed = {p.name: p.read_text() for p in sorted((ROOT / "schemas").glob("*.json"))}
+    assert committed == schemas.spec_files(), "schemas/ is stale: run `python -m maskscore_core.schemas schemas`"
+
+
+def test_the_generator_writes_and_prunes(tmp_path):
+    (tmp_path / "GoneEditReward.json").write_text("{}")
+    assert schemas.main([str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(schemas.spec_files())
+    assert (tmp_path / "MeshEditReward.json").read_text() == schemas.spec_files()["MeshEditReward.json"]
