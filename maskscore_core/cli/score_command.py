@@ -1,10 +1,14 @@
-"""`maskscore score`: score candidate meshes against frames A and B for one part, as JSON.
+"""`maskscore score`: score candidate files of any installed modality against frames A and B
+for one part, as JSON.
 
     maskscore score --frame-a A.glb --frame-b B.glb --part mouth CAND1.glb CAND2.ply ...
+    maskscore score --modality speech --frame-a a.wav --frame-b b.wav --part mouth c1.wav c2.wav
 
-Meshes are .glb, .ply or .obj files on the reference topology (see `meshio`). The output is one
-JSON object: the part, the views, and per candidate its file, the three scores and the raw
-distances they come from (keys sorted, so the same inputs print the same bytes).
+Files are read and decoded by their modality's plugin (`maskscore_core.file_scoring`);
+`--modality` defaults to the modality whose registered suffixes match the candidates. Meshes on
+the reference topology need no plugin. The output is one JSON object: the part, the modality, the
+views, and per candidate its file, the three scores and the raw distances they come from (keys
+sorted, so the same inputs print the same bytes).
 """
 
 from __future__ import annotations
@@ -16,45 +20,29 @@ from .output import noise_to_stderr, write_json
 
 
 @click.command("score")
-@click.option("--frame-a", "frame_a", required=True, type=click.Path(dir_okay=False), help="frame A (the input) mesh")
-@click.option("--frame-b", "frame_b", required=True, type=click.Path(dir_okay=False), help="frame B (the target) mesh")
+@click.option("--modality", default=None, help="modality of the candidates (default: from their file type)")
+@click.option("--frame-a", "frame_a", required=True, type=click.Path(), help="frame A (the input) file")
+@click.option("--frame-b", "frame_b", required=True, type=click.Path(), help="frame B (the target) file")
 @click.option("--part", required=True, type=options.Part(), help="See-Through part the edit targets, e.g. mouth")
 @click.option("--views", default=8, show_default=True, type=options.VIEWS, help="number of camera views")
 @click.option("--resolution", default=256, show_default=True, type=options.RESOLUTION, help="pixels per view side")
-@click.argument("candidates", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def score_command(frame_a, frame_b, part, views, resolution, candidates):
-    """Score candidate meshes for 'edit the PART to match frame B' (render-and-compare)."""
-    from maskscore_core.meshio import MeshFileError, read_vertices
-    from maskscore_core.records import Decoded
-    from maskscore_core.render_compare import RenderCompare, RenderCompareError
-    from maskscore_core.views import ViewConfig
+@click.argument("candidates", nargs=-1, required=True, type=click.Path())
+def score_command(modality, frame_a, frame_b, part, views, resolution, candidates):
+    """Score candidate files for 'edit the PART to match frame B' (render-and-compare)."""
+    import tempfile
+
+    from maskscore_core import plugins
+    from maskscore_core.context import Context
+    from maskscore_core.file_scoring import score_files
 
     options.check_render_size(views, resolution)
+    if modality is not None and modality not in plugins.names("modality"):
+        raise click.BadParameter(f"unknown modality {modality!r}; installed: {', '.join(plugins.names('modality')) or 'none'}",
+                                 param_hint="--modality")  # fmt: skip
     try:
-        with noise_to_stderr():  # stdout holds the JSON document only
-            ref_a = Decoded(vertices=read_vertices(frame_a))
-            ref_b = Decoded(vertices=read_vertices(frame_b))
-            decoded = [Decoded(vertices=read_vertices(path)) for path in candidates]
-            config = ViewConfig(count=views, resolution=resolution)
-            compare = RenderCompare(config)
-            scores = compare.score(compare.prepare(ref_a, ref_b, part), decoded)
-    except (MeshFileError, RenderCompareError, ValueError) as err:
+        with noise_to_stderr(), tempfile.TemporaryDirectory(prefix="maskscore-score-") as workdir:  # stdout: JSON only
+            ctx = Context(workdir=workdir, seed=0, config={"views": views, "resolution": resolution})
+            report = score_files(frame_a, frame_b, part, candidates, ctx, modality=modality)
+    except ValueError as err:  # a file or value that cannot be scored: its message says which
         raise click.ClickException(str(err)) from err
-    report = {
-        "part": part,
-        "frame_a": str(frame_a),
-        "frame_b": str(frame_b),
-        "views": {"count": config.count, "resolution": config.resolution, "fov_deg": config.fov_deg,
-                  "radius": config.radius, "target": config.target},
-        "candidates": [
-            {
-                "path": str(path),
-                "instruction_following": s.instruction_following,
-                "consistency": s.consistency,
-                "overall": s.overall,
-                "distances": s.distances,
-            }
-            for path, s in zip(candidates, scores)
-        ],
-    }  # fmt: skip
     write_json(report)
