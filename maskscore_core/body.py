@@ -69,7 +69,8 @@ class BodyModel:
         anny = import_anny()  # heavy import, deferred until a body is needed
 
         threads.apply()
-        self._model = anny.Anny(rig=RIG, topology=TOPOLOGY, facial_actions="all")
+        with threads.one_thread():  # float64 results independent of the thread count (threads.py)
+            self._model = anny.Anny(rig=RIG, topology=TOPOLOGY, facial_actions="all")
         self._model.eval()
         self.bone_names: tuple[str, ...] = tuple(self._model.bone_labels)
         self.action_names: tuple[str, ...] = tuple(self._model.facial_action_labels)
@@ -138,7 +139,7 @@ class BodyModel:
     def forward(self, states: Sequence[BodyState]) -> dict[str, np.ndarray]:
         """Vertices (B, V, 3) and world bone poses (B, 78, 4, 4) for each state."""
         local, phenotype, actions = self._inputs(states)
-        with self._lock, torch.no_grad():
+        with self._lock, torch.no_grad(), threads.one_thread():
             out = self._model(pose_parameters=local, phenotype_kwargs=phenotype, facial_actions=actions)
         return {"vertices": out["vertices"].cpu().numpy(), "bone_poses": out["bone_poses"].cpu().numpy()}
 

@@ -5,10 +5,15 @@ library defaults to every core, so two workers on two cores would run four busy 
 spend their time waiting on each other. `MASKSCORE_THREADS` (set by whoever starts the
 workers) gives each process its share; without it torch uses up to two threads, the most that
 paid off on the 2-core development machine, and Dr.Jit one per core.
+
+Stored values must not depend on that count: float64 matrix products (MKL) and reductions can
+differ in the last bit between thread counts, so code whose float64 results are stored (the
+body model) runs inside `one_thread()`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 ENV = "MASKSCORE_THREADS"
@@ -54,3 +59,17 @@ def apply_drjit() -> None:
         import drjit
 
         drjit.set_thread_count(wanted())
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run the body on one torch thread (the calling thread's setting: torch's OpenMP and MKL
+    thread counts are per thread), whatever this process's thread count is, then restore it."""
+    import torch
+
+    count = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(count)

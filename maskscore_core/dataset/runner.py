@@ -1,8 +1,11 @@
 """Runs a build's shard plan: in this process, on a local process pool, or as Ray tasks.
 
 The same `build_shard` function runs everywhere; each shard commits itself atomically, so the
-runner only has to skip shards already complete (resume), show progress, and after the last
-shard run the leakage gate and write the dataset card.
+runner only has to lock the directory (one build at a time, `lock.py`), skip the shards already
+whole and rebuild damaged ones (resume, `verify.py`), show progress, and after the last shard
+check every shard again, run the leakage gate and write the dataset card. Options are checked
+before anything is written, and a build that fails before committing a shard leaves nothing of
+itself behind, so the corrected command starts afresh.
 """
 
 from __future__ import annotations
@@ -12,13 +15,13 @@ import json
 import multiprocessing
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import attrs
 from tqdm import tqdm
 
-from .. import threads
-from . import atomic
+from . import atomic, lock, verify, workers
 from .card import write_card
 from .leakage import check_leakage
 from .plan import BuildConfig, ShardSpec, planned_instances, shard_plan
@@ -39,6 +42,7 @@ class BuildSummary:
     shards_built: int
     shards_resumed: int
     card: dict
+    shards_repaired: int = 0  # found damaged on resume and rebuilt (counted in shards_built)
 
 
 def content_config(config: BuildConfig) -> dict:
@@ -54,28 +58,63 @@ def content_config(config: BuildConfig) -> dict:
     return {**config.content_config(), "scorer_config": scorer.as_dict() if scorer else None, "ladder_levels": levels}
 
 
-def _claim_directory(config: BuildConfig, content: dict) -> None:
-    """Refuse to resume into a directory built with another config: never mix two datasets."""
+def _committed(root: Path) -> bool:
+    """Whether any dataset content is in `root` (hidden entries are build machinery)."""
+    return any(not entry.name.startswith(".") for entry in Path(root).iterdir())
+
+
+def _claim_directory(config: BuildConfig, content: dict) -> bool:
+    """Refuse to resume into a directory built with another config: never mix two datasets.
+    A config whose build committed nothing (it failed or was killed first) binds nothing.
+    Returns whether this call wrote the config marker."""
     root = Path(config.out)
     marker = root / CONFIG_MARKER
     wanted = json.dumps(content, indent=2, sort_keys=True) + "\n"
     if marker.exists():
-        if marker.read_text() != wanted:
+        if marker.read_text() == wanted:
+            return False
+        if _committed(root):
             raise BuildError(f"{root} holds a build with another config ({marker}); use a fresh --out")
-        return
-    if (root / "data").exists():
+    elif (root / "data").exists():
         raise BuildError(f"{root} holds data from an unknown build (no {CONFIG_MARKER}); use a fresh --out")
     atomic.write_text(marker, wanted)
+    return True
+
+
+def _release_claim(root: Path, created: bool) -> None:
+    """Undo a claim whose build committed nothing: its marker and scratch space, and the
+    directory itself when this build created it."""
+    (root / CONFIG_MARKER).unlink(missing_ok=True)
+    for leftover in (PARTIAL_DIR, WORK_DIR):
+        shutil.rmtree(root / leftover, ignore_errors=True)
+    if created:
+        for name in (lock.LOCK_FILE, lock.WORKERS_LOCK_FILE):
+            (root / name).unlink(missing_ok=True)
+        try:
+            root.rmdir()
+        except OSError:
+            pass  # something else appeared in it: leave it
 
 
 def _expected_rows(config: BuildConfig, spec: ShardSpec) -> int:
     return spec.count * config.rows_per_instance
 
 
-def _share_cores(workers: int) -> None:
-    """Worker start-up: each worker's torch and Dr.Jit get its share of the cores (unless
-    MASKSCORE_THREADS says otherwise), so that workers do not oversubscribe the machine."""
-    os.environ.setdefault(threads.ENV, str(threads.share(workers)))
+def _shards_to_build(config: BuildConfig, plan: list[ShardSpec]) -> tuple[list[ShardSpec], int]:
+    """The shards not yet built, and the damaged ones (whose Parquet file is removed first, so
+    that only whole shards ever have one); returns them and how many were damaged."""
+    root = Path(config.out)
+    pending, damaged = [], 0
+    for spec in plan:
+        problem = verify.shard_problem(root, spec, _expected_rows(config, spec))
+        if problem is None:
+            continue
+        if problem != verify.NOT_BUILT:
+            print(f"maskscore build: {spec.modality} {spec.name} is damaged ({problem}); rebuilding it", file=sys.stderr)
+            spec.parquet_path(root).unlink()
+            damaged += 1
+        pending.append(spec)
+    return pending, damaged
 
 
 def _run_local(config: BuildConfig, pending: list[ShardSpec], bar: tqdm) -> list:
@@ -88,7 +127,8 @@ def _run_local(config: BuildConfig, pending: list[ShardSpec], bar: tqdm) -> list
     context = multiprocessing.get_context("spawn")
     outcomes = []
     pool = concurrent.futures.ProcessPoolExecutor(
-        max_workers=config.workers, mp_context=context, initializer=_share_cores, initargs=(config.workers,)
+        max_workers=config.workers, mp_context=context, initializer=workers.init_worker,
+        initargs=(config.workers, os.getpid(), str(config.out)),
     )
     try:
         futures = [pool.submit(build_shard, config, spec) for spec in pending]
@@ -127,11 +167,26 @@ def _run_ray(config: BuildConfig, pending: list[ShardSpec], bar: tqdm) -> list:
 def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None = None) -> BuildSummary:
     """Build (or finish building) the dataset described by `config` under `config.out`."""
     root = Path(config.out)
-    root.mkdir(parents=True, exist_ok=True)
-    content = content_config(config)
-    _claim_directory(config, content)
+    content = content_config(config)  # a config that cannot be scored or planned fails before anything is written
     plan = shard_plan(config)
-    pending = [spec for spec in plan if not spec.parquet_path(root).exists()]
+    created = not root.exists()
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        with lock.build_lock(root):
+            claimed = _claim_directory(config, content)
+            try:
+                return _build(config, plan, content, progress, bench_dir)
+            except BaseException:
+                if claimed and not _committed(root):
+                    _release_claim(root, created)
+                raise
+    except lock.DirectoryBusy as err:
+        raise BuildError(str(err)) from None
+
+
+def _build(config: BuildConfig, plan: list[ShardSpec], content: dict, progress: bool, bench_dir: Path | None) -> BuildSummary:
+    root = Path(config.out)
+    pending, damaged = _shards_to_build(config, plan)
     done_rows = sum(_expected_rows(config, s) for s in plan if s not in pending)
     total_rows = sum(_expected_rows(config, s) for s in plan)
     with tqdm(total=total_rows, initial=done_rows, unit="row", desc=f"build {config.split}", disable=not progress,
@@ -139,6 +194,10 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
         runner = _run_ray if config.backend == "ray" else _run_local
         outcomes = runner(config, pending, bar) if pending else []
     built = sum(1 for o in outcomes if o.built)
+    for spec in plan:  # the card certifies only whole shards
+        problem = verify.shard_problem(root, spec, _expected_rows(config, spec))
+        if problem is not None:
+            raise BuildError(f"{root}: {spec.modality} {spec.name} is not whole after the build ({problem}); run the build again")
     subjects = check_leakage(root, config.split, config.seed, bench_dir=bench_dir)
     forget_trials(root)
     for leftover in (PARTIAL_DIR, WORK_DIR):
@@ -150,4 +209,4 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
         raise BuildError(f"{root}: {card['counts']['rows']} rows on disk, the plan has {total_rows}")
     if card["counts"]["modality_task_type"] != card["planned"]["modality_task_type"]:
         raise BuildError(f"{root}: rows per modality and task type differ from the plan; see {root / 'card.json'}")
-    return BuildSummary(root, total_rows, built, len(plan) - len(pending), card)
+    return BuildSummary(root, total_rows, built, len(plan) - len(pending), card, shards_repaired=damaged)

@@ -4,12 +4,15 @@ For each instance: source trials -> edit instances -> candidates (`edit`) -> sco
 scored splits only) -> assets (`write_asset`) -> one row per dimension (`reward_row`).
 Everything is written under a private temporary root that mirrors the dataset's layout, then
 committed: the asset directory and the instance sidecars are moved into place first, the
-Parquet file last. A shard whose Parquet file exists is complete; anything else is rebuilt from
-scratch, so a build killed at any moment loses no row and duplicates none.
+Parquet file last, listing every other file with its sha256. A shard whose Parquet file exists
+was committed whole (the runner checks it still is, `verify.py`, before a resume trusts it);
+anything else is rebuilt from scratch, so a build killed at any moment loses no row and
+duplicates none.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -24,7 +27,7 @@ import pyarrow.parquet as pq
 from .. import plugins, schemas, vocab
 from ..context import Context
 from ..records import Candidate, EditInstance, converter
-from . import atomic, reader
+from . import atomic, reader, verify
 from .plan import BuildConfig, ShardSpec
 from .scorer_config import hook_config
 from .splits import SPLITS, trials_for_split
@@ -213,16 +216,20 @@ def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
         except Exception as err:
             raise ShardError(f"{spec.split} {spec.modality} {spec.name}, instance {instance.key}: {type(err).__name__}: {err}") from err
         sidecars[instance.key] = json.dumps(converter.unstructure(instance), sort_keys=True, indent=1) + "\n"
-    table = schemas.to_table(schemas.table_for_modality(spec.modality), rows)
     shutil.rmtree(ctx.workdir)
+    files = sorted(p for p in temp_root.rglob("*") if p.is_file())
+    digests = {p.relative_to(temp_root).as_posix(): verify.file_digest(p) for p in files}
+    digests.update({f"instances/{key}.json": hashlib.sha256(text.encode()).hexdigest() for key, text in sidecars.items()})
+    table = verify.with_manifest(schemas.to_table(schemas.table_for_modality(spec.modality), rows), digests)
     staged = temp_root / "shard.parquet"
     pq.write_table(table, staged, **PARQUET_OPTIONS)
 
     # Commit: assets, other files plugins wrote under the root (e.g. conditioning images), the
-    # sidecars, and last the Parquet file that marks the shard complete.
+    # sidecars, and last the Parquet file that marks the shard complete (and lists the others).
     atomic.move_dir(asset_dir, spec.asset_dir(root))
-    for path in sorted(p for p in temp_root.rglob("*") if p.is_file() and p != staged):
-        atomic.move_file(path, root / path.relative_to(temp_root))
+    for path in files:
+        if path.exists():  # not moved with the asset directory
+            atomic.move_file(path, root / path.relative_to(temp_root))
     for key, text in sorted(sidecars.items()):
         atomic.write_text(root / "instances" / f"{key}.json", text)
     with open(staged, "rb") as handle:
