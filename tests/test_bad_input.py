@@ -229,3 +229,24 @@ def test_an_unexpected_error_says_its_type_and_how_to_see_the_traceback():
     assert describe(KeyError("views")) == "KeyError: 'views'; rerun with --debug (or MASKSCORE_DEBUG=1) for the traceback"
     assert describe(DatasetReadError("a\nb")) == "a; b"  # the project's own errors: their message, one line
     assert json.loads(json.dumps(describe(FileNotFoundError(2, "No such file", "x")))).endswith("'x'")
+
+
+@pytest.mark.parametrize("modality, manifest, content", [
+    ("video", "frames.json", {"format": "maskscore-video/1", "frames": [{}], "frame_files": ["../../outside.png"]}),
+    ("multimodal", "manifest.json", {"format": "maskscore-multimodal/1", "target": "../../outside.json"}),
+])
+def test_a_file_named_inside_an_asset_folder_stays_inside_it(tmp_path, modality, manifest, content):
+    """Folder assets (a clip, a multimodal edit) list their files in a manifest: those names are
+    read from the dataset too, and one that leads out is refused though the file exists."""
+    from maskscore_core import plugins
+    from maskscore_core.context import Context
+
+    root = tmp_path / "bench"
+    folder = root / "assets" / "x"
+    folder.mkdir(parents=True)
+    (folder / manifest).write_text(json.dumps(content))
+    (tmp_path / "outside.png").write_bytes(b"")
+    (tmp_path / "outside.json").write_text("{}")
+    ctx = Context(workdir=tmp_path / "work", config={"dataset_root": str(root), "views": 2, "resolution": 32})
+    with pytest.raises(Exception, match=r"'\.\./\.\./outside\.(png|json)' resolves to .* outside the dataset directory"):
+        plugins.call("read_asset", modality, modality=modality, value="assets/x", root=root, ctx=ctx)

@@ -112,7 +112,7 @@ def read_folder(folder: Path, root, ctx) -> CrossModal:
         raise MultimodalError(f"{manifest_path} is not a {FORMAT} manifest")
     target = None
     if manifest.get("target"):
-        target_path = folder / manifest["target"]
+        target_path = resolve(manifest["target"], folder)  # the name stays inside the folder
         if not target_path.is_file():
             raise MultimodalError(f"multimodal folder {folder} lacks its {manifest['target']}")
         try:

@@ -172,7 +172,7 @@ def read_clip(folder: Path) -> Clip:
     files = manifest.get("frame_files")
     if not isinstance(frames, list) or not isinstance(files, list) or len(frames) != len(files):
         raise VideoError(f"{manifest_path}: 'frames' and 'frame_files' must be lists of equal length")
-    missing = [name for name in files if not (folder / name).is_file()]
+    missing = [name for name in files if not resolve(name, folder).is_file()]  # names stay inside the folder
     if missing:
         raise VideoError(f"video folder {folder} lacks {len(missing)} frame images (first: {missing[0]})")
     states = []
