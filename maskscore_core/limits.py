@@ -24,6 +24,7 @@ MAX_SUBJECTS = 100_000
 MAX_WORKERS = 256
 MAX_SHARD_SIZE = 100_000
 MAX_INSTANCES_PER_MODALITY = 10_000
+MAX_STEPS = 10_000_000  # optimiser steps of a trainer
 MIN_TILE, MAX_TILE = 16, 2048  # `maskscore show` contact sheet tiles
 
 

@@ -33,6 +33,7 @@ from ..dataset import evaluate, reader
 from ..dataset.atomic import write_text
 from ..dataset.plan import BuildConfig
 from ..dataset.runner import run_build
+from . import options
 from .train_command import run_trainer
 
 MODALITY = "pose"
@@ -222,26 +223,27 @@ def markdown(figures: dict, out: Path) -> str:
 
 @click.command("loop")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--seed", type=int, default=1, show_default=True,
+@click.option("--seed", type=options.SEED, default=1, show_default=True,
               help="Seed of everything; with 16 subjects, seed 1 holds out 5 for the bench (seed 0 holds out none).")
-@click.option("--subjects", type=int, default=16, show_default=True, help="Subjects of the source (about a fifth held out).")
-@click.option("--editor-steps", type=int, default=1500, show_default=True)
+@click.option("--subjects", type=options.SUBJECTS, default=16, show_default=True, help="Subjects of the source (about a fifth held out).")
+@click.option("--editor-steps", type=options.STEPS, default=1500, show_default=True)
 @click.option("--width", type=int, default=512, show_default=True, help="Editor MLP width.")
-@click.option("--reward-rows", type=int, default=180, show_default=True, help="reward-train rows (3 per instance).")
-@click.option("--bench-rows", type=int, default=90, show_default=True)
-@click.option("--native-rows", type=int, default=30, show_default=True, help="Rows of the native editor's bench.")
-@click.option("--reward-steps", type=int, default=600, show_default=True)
-@click.option("--rl-rows", type=int, default=64, show_default=True, help="rl-train rows (prompts).")
-@click.option("--rl-steps", type=int, default=40, show_default=True)
-@click.option("--eval-instances", type=int, default=24, show_default=True)
-@click.option("--views", type=int, default=4, show_default=True)
-@click.option("--resolution", type=int, default=64, show_default=True)
-@click.option("--shard-size", type=int, default=16, show_default=True)
-@click.option("--workers", type=int, default=1, show_default=True)
+@click.option("--reward-rows", type=options.ROWS, default=180, show_default=True, help="reward-train rows (3 per instance).")
+@click.option("--bench-rows", type=options.ROWS, default=90, show_default=True)
+@click.option("--native-rows", type=options.ROWS, default=30, show_default=True, help="Rows of the native editor's bench.")
+@click.option("--reward-steps", type=options.STEPS, default=600, show_default=True)
+@click.option("--rl-rows", type=options.ROWS, default=64, show_default=True, help="rl-train rows (prompts).")
+@click.option("--rl-steps", type=options.STEPS, default=40, show_default=True)
+@click.option("--eval-instances", type=options.INSTANCES, default=24, show_default=True)
+@click.option("--views", type=options.VIEWS, default=4, show_default=True)
+@click.option("--resolution", type=options.RESOLUTION, default=64, show_default=True)
+@click.option("--shard-size", type=options.SHARD_SIZE, default=16, show_default=True)
+@click.option("--workers", type=options.WORKERS, default=1, show_default=True)
 @click.option("--quiet", is_flag=True)
 def loop_command(out, seed, subjects, editor_steps, width, reward_rows, bench_rows, native_rows, reward_steps, rl_rows,
                  rl_steps, eval_instances, views, resolution, shard_size, workers, quiet):
     """Run the loop's four stages small on the built-in data; write DIR/report.md."""
+    options.check_render_size(views, resolution)
     opts = {"seed": seed, "subjects": subjects, "editor_steps": editor_steps, "width": width, "reward_rows": reward_rows,
             "bench_rows": bench_rows, "native_rows": native_rows, "reward_steps": reward_steps, "rl_rows": rl_rows,
             "rl_steps": rl_steps, "eval_instances": eval_instances, "views": views, "resolution": resolution,

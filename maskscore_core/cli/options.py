@@ -18,6 +18,7 @@ SUBJECTS = click.IntRange(1, limits.MAX_SUBJECTS)
 WORKERS = click.IntRange(1, limits.MAX_WORKERS)
 SHARD_SIZE = click.IntRange(1, limits.MAX_SHARD_SIZE)
 INSTANCES = click.IntRange(1, limits.MAX_INSTANCES_PER_MODALITY)
+STEPS = click.IntRange(1, limits.MAX_STEPS)
 TILE = click.IntRange(limits.MIN_TILE, limits.MAX_TILE)
 
 

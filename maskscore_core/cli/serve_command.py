@@ -31,6 +31,7 @@ import click
 from .. import plugins
 from ..context import Context
 from ..records import Candidate, EditInstance, converter
+from . import options
 
 
 class Admission:
@@ -131,8 +132,8 @@ def make_app(scorer: str, config: dict, root: Path, max_queue: int, seed: int = 
 @click.command("serve")
 @click.option("--scorer", required=True, help="Scorer plugin to serve (e.g. reward-model, render-compare).")
 @click.option("--weights", default="default", show_default=True, help="Weights handed to the scorer (a reward-model checkpoint).")
-@click.option("--views", type=int, default=8, show_default=True)
-@click.option("--resolution", type=int, default=256, show_default=True)
+@click.option("--views", type=options.VIEWS, default=8, show_default=True)
+@click.option("--resolution", type=options.RESOLUTION, default=256, show_default=True)
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Directory that relative asset paths in requests are read from.")
 @click.option("--host", default="127.0.0.1", show_default=True)
@@ -145,6 +146,7 @@ def serve_command(scorer, weights, views, resolution, root, host, port, max_queu
 
     from ..dataset.scorer_config import hook_config
 
+    options.check_render_size(views, resolution)
     plugins.lookup("scorer", scorer)  # an unknown scorer is a one-line error before listening
     app = make_app(scorer, hook_config(views, resolution, weights=weights), root, max_queue)
     uvicorn.run(app, host=host, port=port, log_level="warning")
