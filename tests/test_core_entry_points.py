@@ -49,7 +49,7 @@ def test_installing_and_uninstalling_a_plugin_distribution(fresh_env):
     assert installed["distribution"] == "maskscore-example-editor"
     assert installed["version"] == "0.1.0"
     assert installed["kind"] == "editor" and installed["provides"] == ["part-transfer"]
-    assert installed["hooks"] == ["edit", "plugin_info"]
+    assert installed["hooks"] == ["edit", "register_editors"]
     assert installed["error"] is None
 
     subprocess.run([*pip, "uninstall", "-y", "maskscore-example-editor"], check=True)

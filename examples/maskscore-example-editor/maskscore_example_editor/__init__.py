@@ -1,7 +1,7 @@
 """An example third-party editor: `part-transfer`.
 
 It edits like an imperfect model would: it moves frame A's target-part facial actions towards
-frame B's with a few strengths and a little seeded noise, then asks the modality plugin to
+frame B's with a few strengths and a little seeded noise, then has the registered modality
 encode each result, so it works in every modality that is installed. Copy this package to
 start your own editor; docs/plugins.md walks through it.
 """
@@ -13,10 +13,10 @@ import hashlib
 import attrs
 import numpy as np
 
-from maskscore_core import hookimpl, plugins
+from maskscore_core import Editor, hookimpl, plugins
 from maskscore_core.body import get_body_model
 from maskscore_core.parts import part_actions
-from maskscore_core.records import Candidate, PluginInfo, Target
+from maskscore_core.records import Candidate, Target
 
 EDITOR = "part-transfer"
 STRENGTHS = (1.0, 0.6, 0.3)
@@ -24,8 +24,8 @@ NOISE = 0.05  # standard deviation added to each moved action, before clipping t
 
 
 @hookimpl
-def plugin_info():
-    return PluginInfo(kind="editor", provides=(EDITOR,))
+def register_editors(register):
+    register(Editor(EDITOR, "moves frame A's part towards frame B's with a few strengths and seeded noise"))
 
 
 def _rng(key: str) -> np.random.Generator:
@@ -46,13 +46,11 @@ def transfer(instance, strength: float, rng: np.random.Generator):
 
 @hookimpl
 def edit(editor, modality, instance, ctx):
-    if editor != EDITOR:
-        return None
     rng = _rng(instance.key)
     candidates = []
     for strength in STRENGTHS:
         label = f"{EDITOR} x{strength:g}"
         target = Target(label, instance.a.subject, (transfer(instance, strength, rng),), instance.b.transcript)
-        asset = plugins.call("encode", modality, modality=modality, target=target, ctx=ctx)
+        asset = plugins.modality(modality).encode(target, ctx)
         candidates.append(Candidate(label=label, asset=asset, rung=None))
     return candidates

@@ -4,6 +4,7 @@ transfer of frame B's part scores higher on instruction_following."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from maskscore_core import plugins
 from maskscore_core.body import get_body_model
@@ -27,9 +28,10 @@ def _edit(ctx):
     return plugins.call("edit", "part-transfer", editor="part-transfer", modality="mesh", instance=_instance(), ctx=ctx)
 
 
-def test_edit_answers_only_for_its_name(ctx):
-    pm = plugins.get_plugin_manager()
-    assert pm.hook.edit(editor="someone-else", modality="mesh", instance=_instance(), ctx=ctx) is None
+def test_the_core_asks_it_only_for_its_name(ctx):
+    assert plugins.lookup("editor", "part-transfer").plugin == "example_editor"
+    with pytest.raises(plugins.NoPluginError, match="someone-else"):
+        plugins.call("edit", "someone-else", editor="someone-else", modality="mesh", instance=_instance(), ctx=ctx)
     info = plugins.plugin_info("example_editor")
     assert info.kind == "editor" and info.provides == ("part-transfer",)
 
