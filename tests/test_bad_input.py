@@ -188,6 +188,8 @@ CASES = [
     ("show key climbing out", _key_outside, _show(), FAILURE, "row key '../../escaped' is not a plain name"),
     ("demo --views 0", None, ["demo", "--out", "{tmp}/demo", "--views", "0"], USAGE, "'--views': 0 is not in the range 1<=x<=64"),
     ("unknown command", None, ["nosuch"], USAGE, "No such command 'nosuch'"),
+    ("unknown main option", None, ["--bogus", "show"], USAGE, "No such option '--bogus'"),
+    ("missing argument", None, ["show", "--bench", "{bench}", "--out", "{tmp}/sheet.png"], USAGE, "Missing argument 'ROW_KEY'"),
 ]
 
 

@@ -16,6 +16,7 @@ import click
 DEBUG_ENV = "MASKSCORE_DEBUG"
 USAGE_EXIT, FAILURE_EXIT = 2, 1
 DEBUG_HINT = f"rerun with --debug (or {DEBUG_ENV}=1) for the traceback"
+_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())  # `maskscore` alone prints its help
 
 
 def debug_from_env() -> bool:
@@ -49,20 +50,33 @@ class CommandFailed(click.ClickException):
         super().__init__(one_line(message))
 
 
+def _one_line_usage(err: click.UsageError, ctx: click.Context) -> click.UsageError:
+    """`err` as one line (no usage block) that points to the command's --help; exit code 2."""
+    where = err.ctx.command_path if err.ctx is not None else ctx.command_path
+    usage = click.UsageError(f"{one_line(err.format_message())} (see '{where} --help')")
+    usage.exit_code = USAGE_EXIT
+    return usage
+
+
 class MaskScoreGroup(click.Group):
     """The `maskscore` group: maps every failure of a subcommand to one line and its exit code."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:  # the group's own options (`maskscore --bogus`)
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:
+            if debug_from_env() or isinstance(err, _HELP):
+                raise
+            raise _one_line_usage(err, ctx) from None
 
     def invoke(self, ctx: click.Context):
         debug = bool(ctx.params.get("debug")) or debug_from_env()
         try:
             return super().invoke(ctx)
         except click.UsageError as err:
-            if debug:
+            if debug or isinstance(err, _HELP):
                 raise
-            where = err.ctx.command_path if err.ctx is not None else ctx.command_path
-            usage = click.UsageError(f"{one_line(err.format_message())} (see '{where} --help')")
-            usage.exit_code = USAGE_EXIT
-            raise usage from None
+            raise _one_line_usage(err, ctx) from None
         except click.ClickException as err:
             message = err.format_message()
             if debug or one_line(message) == message:
