@@ -427,7 +427,7 @@ def _sequence_pair_ok(modality: str, part: str, task: str | None, a: Trial, b: T
     """Two clips of one subject make a `modality` edit of `part` (of type `task`, if asked).
     An appearance task type needs the clips to differ in that look (no rule on the rest, as for
     single frames: the reference is clip A with only B's look carried over)."""
-    if modality != "video":
+    if _modality(modality).pairs_by == "words":
         return a.transcript != b.transcript
     if task in APPEARANCE_TASK_TYPES:
         return _sequence_appearance_change(task, part, a, b) >= 1.0

@@ -102,6 +102,7 @@ def design_attributes(name: str) -> dict:
         "input_columns": tuple(c for c in columns if c.name not in head and c is not candidate),
         "candidate_column": candidate, "template": TEMPLATES[name], "task_table": _task_table(name),
         "sequence": name in SEQUENCE, "order": ORDER.index(name),
+        "pairs_by": "words" if name in ("speech", "text") else "part",
     }  # fmt: skip
 
 

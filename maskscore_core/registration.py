@@ -85,6 +85,10 @@ class Modality(abc.ABC):
     task_table: ClassVar[Mapping[str, str | tuple[str, ...]]]  # part -> task type(s), first = geometric
     ladder_levels: ClassVar[Mapping | None] = None  # {dimension: {rung: level}}; None: the design's
     sequence: ClassVar[bool] = False  # True: an edit pairs two clips, not two frames
+    # How two clips make an edit (sequence modalities): "part", when the edited part changes
+    # between them (and the accessories do not); "words", when what is said differs (a
+    # representation that carries only words and voice).
+    pairs_by: ClassVar[str] = "part"
     suffixes: ClassVar[tuple[str, ...]] = ()  # file suffixes `read` takes (score --modality default)
     order: ClassVar[int | None] = None  # position in listings; None sorts after numbered ones by name
 
@@ -164,6 +168,8 @@ class Modality(abc.ABC):
                     vocab.check_task_type(task)
             except vocab.VocabularyError as err:
                 raise RegistrationError(f"{what} task_table: {err}") from None
+        if self.pairs_by not in ("part", "words"):
+            raise RegistrationError(f"{what}: pairs_by must be 'part' or 'words', got {self.pairs_by!r}")
         if not all(isinstance(s, str) and s.startswith(".") for s in self.suffixes):
             raise RegistrationError(f"{what}: suffixes must be strings starting with '.', got {self.suffixes!r}")
 

@@ -41,6 +41,7 @@ class Speech(Modality):
     task_table = {"mouth": "speech_edit"}  # audio moves only the mouth
     ladder_levels = LADDER_LEVELS
     sequence = True
+    pairs_by = "words"
     suffixes = (SUFFIX,)
     order = 5
 

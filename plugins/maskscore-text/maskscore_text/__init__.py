@@ -23,6 +23,7 @@ class Text(Modality):
     task_table = {"mouth": "speech_edit"}  # words move only the mouth
     ladder_levels = LADDER_LEVELS
     sequence = True
+    pairs_by = "words"
     suffixes = (SUFFIX,)
     order = 6
 
