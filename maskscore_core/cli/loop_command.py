@@ -202,14 +202,17 @@ def markdown(figures: dict, out: Path) -> str:
               f" **{rate['reward-model']['per_second']:.0f}**, render-compare {rate['render-compare']['per_second']:.2f}"
               f" ({rate['reward-model']['per_second'] / rate['render-compare']['per_second']:.0f}x).", ""]
     held = rl.get("heldout")
-    lines += ["## Stage 4: Flow-GRPO, before/after on held-out instances (ODE samples)", ""]
+    lines += ["## Stage 4: Flow-GRPO, before/after on held-out instances", ""]
     if held:
         lines += ["| scorer | before | after | gain (paired) | share improved |", "|---|---|---|---|---|"]
         for name in ("render-compare", held["reward_scorer"]):
             h = held[name]
             lines.append(f"| {name} | {_ci(h['before'])} | {_ci(h['after'])} | {_ci(h['gain'])} | {_fmt(h['improved_share'], 2)} |")
-        lines += ["", f"Reward gain minus render-compare gain (reward hacking shows as a positive gap):"
-                  f" {_ci(held['reward_minus_render_compare_gain'])} over {held['instances']} instances.", ""]
+        lines += ["", f"{held['instances']} instances of held-out subjects, {held['samples']} samples each as the editor"
+                  f" draws them (SDE, eta {held['eta']}), the same noise before and after; an instance's figure is the"
+                  " mean over its samples.", "",
+                  f"Reward gain minus render-compare gain (reward hacking shows as a positive gap):"
+                  f" {_ci(held['reward_minus_render_compare_gain'])}.", ""]
     lines += [f"Training reward (reward model, SDE samples): {_fmt(rl.get('reward_first'))} at step 1 ->"
               f" {_fmt(rl.get('reward_last'))} at step {rl.get('steps')}.", "", "## Stage 1", "",
               f"Editor: {figures['editor']['steps']} steps on {figures['editor']['frames']} frames of"

@@ -36,6 +36,7 @@ _out = click.option("--out", "out", required=True, type=click.Path(file_okay=Fal
 _seed = click.option("--seed", type=int, default=0, show_default=True)
 _steps = click.option("--steps", type=int, default=None, help="Optimiser steps (default: the trainer's).")
 _quiet = click.option("--quiet", is_flag=True, help="No progress bar.")
+_lr = click.option("--lr", type=float, default=None, help="Adam learning rate (default: the trainer's).")
 
 
 def _trainer(kind: str):
@@ -57,12 +58,13 @@ def train_command() -> None:
 @click.option("--width", type=int, default=None, help="MLP width (default 512).")
 @click.option("--depth", type=int, default=None, help="MLP hidden layers (default 3).")
 @click.option("--save-every", type=int, default=None, help="Steps between resumable saves.")
+@_lr
 @_trainer("editor")
 @_quiet
-def train_editor(out, seed, steps, subjects, source, batch, width, depth, save_every, trainer, quiet):
+def train_editor(out, seed, steps, subjects, source, batch, width, depth, save_every, lr, trainer, quiet):
     """Stage 1: the native editor learns to regenerate a masked part from built-in trials."""
     options = {"out": str(out), "seed": seed, "steps": steps, "subjects": subjects, "source": source, "batch": batch,
-               "width": width, "depth": depth, "save_every": save_every, "progress": not quiet}
+               "width": width, "depth": depth, "save_every": save_every, "lr": lr, "progress": not quiet}
     _finish(run_trainer(trainer, options, seed))
 
 
@@ -73,11 +75,12 @@ def train_editor(out, seed, steps, subjects, source, batch, width, depth, save_e
 @_seed
 @_steps
 @click.option("--save-every", type=int, default=None, help="Steps between resumable saves.")
+@_lr
 @_trainer("reward")
 @_quiet
-def train_reward(data, out, seed, steps, save_every, trainer, quiet):
+def train_reward(data, out, seed, steps, save_every, lr, trainer, quiet):
     """Stage 3: a reward model learns the three dimensions from reward-train rows."""
-    options = {"data": str(data), "out": str(out), "seed": seed, "steps": steps, "save_every": save_every,
+    options = {"data": str(data), "out": str(out), "seed": seed, "steps": steps, "save_every": save_every, "lr": lr,
                "progress": not quiet}
     _finish(run_trainer(trainer, options, seed))
 
@@ -100,13 +103,15 @@ def train_reward(data, out, seed, steps, save_every, trainer, quiet):
 @click.option("--views", type=int, default=None, help="render-compare views of the before/after figures (default 4).")
 @click.option("--resolution", type=int, default=None, help="render-compare size of the before/after figures (default 64).")
 @click.option("--save-every", type=int, default=None, help="Steps between resumable saves.")
+@_lr
+@click.option("--kl", type=float, default=None, help="KL weight to the reference policy (default 0.04).")
 @_trainer("rl")
 @_quiet
 def train_rl(editor, data, reward, reward_weights, eval_bench, out, seed, steps, group, prompts, eval_instances, views,
-             resolution, save_every, trainer, quiet):
+             resolution, save_every, lr, kl, trainer, quiet):
     """Stage 4: fine-tune the editor by group-relative policy optimisation with a scorer as reward."""
     options = {"editor": str(editor), "data": str(data), "reward": reward, "reward_weights": reward_weights,
                "eval_bench": str(eval_bench) if eval_bench else None, "out": str(out), "seed": seed, "steps": steps,
                "group": group, "prompts": prompts, "eval_instances": eval_instances, "views": views,
-               "resolution": resolution, "save_every": save_every, "progress": not quiet}
+               "resolution": resolution, "save_every": save_every, "lr": lr, "kl": kl, "progress": not quiet}
     _finish(run_trainer(trainer, options, seed))

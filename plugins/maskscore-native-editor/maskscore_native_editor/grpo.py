@@ -33,8 +33,8 @@ from . import data, editor, flow, heldout
 from .model import load, save
 
 DEFAULTS = {
-    "seed": 0, "steps": 40, "group": 12, "prompts": 4, "sample_steps": 20, "eta": 0.7, "kl": 0.04, "clip": 2e-4,
-    "adv_clip": 5.0, "lr": 3e-5, "save_every": 10, "eval_instances": 24, "views": 4, "resolution": 64,
+    "seed": 0, "steps": 40, "group": 12, "prompts": 6, "sample_steps": 20, "eta": 0.7, "kl": 0.04, "clip": 2e-4,
+    "adv_clip": 5.0, "lr": 5e-4, "save_every": 10, "eval_instances": 24, "eval_samples": 4, "views": 4, "resolution": 64,
 }
 MODALITY = "pose"
 REPORT = "rl_report.json"
@@ -62,7 +62,7 @@ def run(options: dict, ctx) -> dict:
         if held:
             summary["heldout"] = heldout.before_after({"before": reference, "after": policy}, held, options["reward"],
                                                       options.get("reward_weights"), opts["views"], opts["resolution"],
-                                                      opts["seed"], Path(workdir))
+                                                      opts["seed"], Path(workdir), opts["eval_samples"], opts["eta"])
         (out / REPORT).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 

@@ -1,8 +1,9 @@
 """Before/after figures of RL on held-out instances: render-compare, not the reward it trained on.
 
-Each held-out instance (a bench of subjects no training saw) gets one ODE sample (eta 0, the
-editor as deployed) from the reference policy and one from the fine-tuned policy, with the same
-starting noise; both are scored by render-compare and by the reward scorer. Reported: means with
+Each held-out instance (a bench of subjects no training saw) gets `samples` candidates drawn as
+the editor draws them in stage 2 (the SDE at eta 0.7, seeded by the instance) from the reference
+policy and from the fine-tuned one, with the same noise; all are scored by render-compare and by
+the reward scorer, and an instance's figure is the mean over its samples. Reported: means with
 95% bootstrap intervals (instances resampled, seeded), the paired gains, and the gap between the
 reward's gain and render-compare's (a reward model that is hacked gains more than the metric).
 """
@@ -60,7 +61,7 @@ def interval(values: np.ndarray, seed: int) -> dict:
 
 
 def before_after(models: dict, instances: list, reward: str, reward_weights, views: int, resolution: int, seed: int,
-                 workdir) -> dict:
+                 workdir, samples: int = 4, eta: float = 0.7) -> dict:
     """{"render-compare": {...}, reward: {...}, "gap": ...} for the policies in `models` (name -> model)."""
     ctx_rc = Context(workdir=workdir, seed=seed, config={"views": views, "resolution": resolution})
     ctx_rw = Context(workdir=workdir, seed=seed, config={"views": views, "resolution": resolution,
@@ -68,12 +69,12 @@ def before_after(models: dict, instances: list, reward: str, reward_weights, vie
     scores = {name: {"render-compare": [], reward: []} for name in models}
     for instance in instances:
         for name, model in models.items():
-            state = editor.sample_states(model, instance, 1, 0.0, seed)[0]
-            cands = candidates_of([state], instance, instance.instruction.modality, ctx_rc)
-            scores[name]["render-compare"].append(overall("render-compare", instance, cands, ctx_rc)[0])
-            scores[name][reward].append(overall(reward, instance, cands, ctx_rw)[0])
+            states = editor.sample_states(model, instance, samples, eta, seed)
+            cands = candidates_of(states, instance, instance.instruction.modality, ctx_rc)
+            scores[name]["render-compare"].append(float(np.mean(overall("render-compare", instance, cands, ctx_rc))))
+            scores[name][reward].append(float(np.mean(overall(reward, instance, cands, ctx_rw))))
     before, after = list(models)
-    report = {"instances": len(instances), "views": views, "resolution": resolution}
+    report = {"instances": len(instances), "samples": samples, "eta": eta, "views": views, "resolution": resolution}
     for scorer in ("render-compare", reward):
         b, a = np.asarray(scores[before][scorer]), np.asarray(scores[after][scorer])
         report[scorer] = {"before": interval(b, seed), "after": interval(a, seed), "gain": interval(a - b, seed),

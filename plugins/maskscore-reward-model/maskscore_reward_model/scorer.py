@@ -46,9 +46,15 @@ def model_at(directory: Path):
 
 
 def predict(model, refs: features.References, poses: np.ndarray) -> np.ndarray:
-    """(N, 3) predictions for N poses of one instance."""
-    with torch.no_grad():
-        return model(torch.as_tensor(features.features(refs, poses))).double().numpy()
+    """(N, 3) predictions for N poses of one instance, on one thread: a few small products,
+    which torch's thread pool only slows down (on two busy cores, by orders of magnitude)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.no_grad():
+            return model(torch.as_tensor(features.features(refs, poses))).double().numpy()
+    finally:
+        torch.set_num_threads(previous)
 
 
 def score(instance, candidates, ctx) -> list[CandidateScore]:
