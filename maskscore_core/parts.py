@@ -479,10 +479,25 @@ def part_face_mask(part: str) -> np.ndarray:
     return _face_mask(check_active(part)).copy()
 
 
-def pixel_mask(render, part: str, region: bool = False) -> np.ndarray:
+def _faces_of(vertex_ids: np.ndarray) -> np.ndarray:
+    """(F,) bool: reference-mesh triangles whose three vertices are all in `vertex_ids`."""
+    from .reference_mesh import get_reference_mesh
+
+    mesh = get_reference_mesh()
+    ids = np.asarray(vertex_ids, dtype=np.int64)
+    if ids.ndim != 1 or ids.size == 0 or ids.min() < 0 or ids.max() >= mesh.vertex_count:
+        raise PartError(f"a part region must be vertex ids of the reference mesh (0..{mesh.vertex_count - 1})")
+    in_part = np.zeros(mesh.vertex_count, dtype=bool)
+    in_part[ids] = True
+    return in_part[mesh.faces].all(axis=1)
+
+
+def pixel_mask(render, part: str, region: bool = False, vertex_ids: np.ndarray | None = None) -> np.ndarray:
     """(N, H, W) bool: pixels whose visible triangle belongs to `part` (from the face-id pass);
-    to the part's comparison region (`region_vertex_ids`) with region=True."""
-    faces = _face_mask(check_active(part), region)
+    to the part's comparison region (`region_vertex_ids`) with region=True; to the triangles of
+    `vertex_ids` when given (a modality's `mask_part` region)."""
+    check_active(part)
+    faces = _face_mask(part, region) if vertex_ids is None else _faces_of(vertex_ids)
     face_id = np.asarray(render.face_id)
     coverage = np.asarray(render.coverage, dtype=bool)
     if face_id.shape != coverage.shape:

@@ -202,7 +202,7 @@ class RenderCompare:
         raise RenderCompareError(f"{what}: nothing to compare (no vertices and no depth maps)")
 
     # -- references ---------------------------------------------------------------------------
-    def prepare(self, ref_a: Decoded, ref_b: Decoded, part: str) -> PreparedReference:
+    def prepare(self, ref_a: Decoded, ref_b: Decoded, part: str, *, region: np.ndarray | None = None) -> PreparedReference:
         """Render frames A and B once, take their LPIPS features once, find the part's pixels."""
         from . import parts
 
@@ -233,7 +233,7 @@ class RenderCompare:
                     "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
                 )
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
-            inside = parts.pixel_mask(a.render, part, region=True) | parts.pixel_mask(b.render, part, region=True)
+            inside = parts.pixel_mask(a.render, part, True, region) | parts.pixel_mask(b.render, part, True, region)
             if not inside.any():
                 raise RenderCompareError(
                     f"the part {part!r} is visible in no view of frames A and B ({self.view_config.count} views);"

@@ -24,9 +24,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from maskscore_core import hookimpl
+from maskscore_core import Scorer, hookimpl
 from maskscore_core.ladder import ideal_edit
-from maskscore_core.records import CandidateScore, Decoded, PluginInfo
+from maskscore_core.records import CandidateScore, Decoded, PartMask
 
 NAME = "render-compare"
 
@@ -36,8 +36,8 @@ class RenderCompareScorerError(ValueError):
 
 
 @hookimpl
-def plugin_info():
-    return PluginInfo(kind="scorer", provides=(NAME,))
+def register_scorers(register):
+    register(Scorer(NAME, "render-and-compare through the ANNY mesh: depth, normals, SSIM, LPIPS in the part's region"))
 
 
 def view_config_of(ctx):
@@ -81,11 +81,12 @@ def _frame(clip: Decoded, t: int) -> Decoded:
     return Decoded(vertices=clip.frames[t], appearance=clip.appearance)
 
 
-def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates: list[Decoded]) -> list[CandidateScore]:
+def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates: list[Decoded],
+                  region=None) -> list[CandidateScore]:
     """Scores of decoded candidates; clips frame by frame when every side is a clip."""
     clips = [c for c in candidates if c.frames is not None]
     if not clips or ref_a.frames is None or ref_b.frames is None:
-        return compare.score(compare.prepare(ref_a, ref_b, part), candidates)
+        return compare.score(compare.prepare(ref_a, ref_b, part, region=region), candidates)
     if len(clips) != len(candidates):
         raise RenderCompareScorerError("some candidates are clips (frames) and some are not; score them separately")
     count = len(ref_a.frames)
@@ -94,7 +95,7 @@ def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates
             raise RenderCompareScorerError(f"{what} has {len(frames)} frames, frame A has {count}")
     per_candidate: list[list[CandidateScore]] = [[] for _ in candidates]
     for t in range(count):
-        prepared = compare.prepare(_frame(ref_a, t), _frame(ref_b, t), part)
+        prepared = compare.prepare(_frame(ref_a, t), _frame(ref_b, t), part, region=region)
         frame_scores = compare.score(prepared, [_frame(c, t) for c in candidates])
         for i, s in enumerate(frame_scores):
             per_candidate[i].append(s)
@@ -129,8 +130,6 @@ def _add_activation(score: CandidateScore, activations, reference_activations) -
 
 @hookimpl
 def score(scorer, instance, candidates, ctx):
-    if scorer != NAME:
-        return None
     from maskscore_core import plugins
 
     if not candidates:
@@ -140,6 +139,10 @@ def score(scorer, instance, candidates, ctx):
         raise RenderCompareScorerError(f"one edit's candidates share one modality; got {modalities}")
     modality = modalities[0]
     part = instance.instruction.part
+    # The part's pixels are those of the region its modality masks (`mask_part`).
+    mask = plugins.call("mask_part", modality, modality=modality, part=part, ctx=ctx)
+    if not isinstance(mask, PartMask):
+        raise RenderCompareScorerError(f"mask_part of the {modality} modality returned {type(mask).__name__}, not a records.PartMask")
     # instruction_following is measured against frame B's part carried onto frame A (the ideal
     # edit), consistency against frame A itself.
     ideal = attrs.evolve(instance, b=ideal_edit(instance))
@@ -150,4 +153,4 @@ def score(scorer, instance, candidates, ctx):
     decoded = [
         plugins.call("decode_to_mesh", modality, asset=c.asset, instance=instance, ctx=ctx) for c in candidates
     ]
-    return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded)
+    return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded, region=mask.region)
