@@ -27,7 +27,9 @@ import pytest
 from maskscore_core.testing import check_modality_hooks, check_round_trip
 
 ROOT = Path(__file__).resolve().parents[1]
-MODALITIES = ("mesh", "pose", "keypoints", "depth", "video", "speech", "text", "multimodal")
+MODALITIES = ("mesh", "pose", "keypoints", "depth", "video", "speech", "text", "multimodal", "arkit")
+# Where each distribution's source lives: the eight in plugins/, the ninth (from outside) in examples/.
+SOURCES = {m: ROOT / "plugins" / f"maskscore-{m}" for m in MODALITIES} | {"arkit": ROOT / "examples" / "maskscore-arkit"}
 # Multimodal compares two other modalities' derivation paths; to run its round trip, the two
 # path plugins of this pair are installed after it has been checked alone.
 MULTIMODAL_PAIR = ("keypoints", "depth")
@@ -92,7 +94,7 @@ class FreshEnv:
         subprocess.run([str(self.python), "-m", "pip", "--disable-pip-version-check", "-q", *args], check=True, env=_env())
 
     def install(self, modality: str) -> None:
-        self.pip("install", "--no-deps", "--no-build-isolation", "--no-index", str(ROOT / "plugins" / f"maskscore-{modality}"))
+        self.pip("install", "--no-deps", "--no-build-isolation", "--no-index", str(SOURCES[modality]))
 
     def uninstall(self, modality: str) -> None:
         self.pip("uninstall", "-y", f"maskscore-{modality}")
@@ -178,3 +180,37 @@ def test_plugin_installs_works_and_uninstalls_alone(core_env, modality, tmp_path
     assert env.distributions() == ["maskscore"]
     assert modality not in env.listed()
     assert env.no_provider_message(modality).startswith(f"no installed plugin answers 'mask_part' for '{modality}'")
+
+
+def _maskscore(env: FreshEnv, *args: str) -> str:
+    """Run the `maskscore` command of `env`; its stdout."""
+    result = subprocess.run([str(env.python.parent / "maskscore"), *args], env=_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_a_modality_from_outside_builds_bench_rows_and_scores_alone(core_env, tmp_path):
+    """examples/maskscore-arkit, installed alone beside the core, builds bench rows of its own
+    table and scores its own files from the command line (the modality from their suffix)."""
+    import pyarrow.parquet as pq
+
+    env = core_env
+    env.install("arkit")
+    try:
+        out = tmp_path / "bench"
+        _maskscore(env, "build", "bench", "--out", str(out), "--rows", "1", "--subjects", "24", "--modalities", "arkit",
+                   "--views", "2", "--resolution", "32", "--quiet")  # fmt: skip
+        (shard,) = (out / "data" / "arkit").glob("shard-*.parquet")
+        row = pq.read_table(shard).to_pylist()[0]
+        assert len(row["output_captures"]) == 5 and row["input_capture"].endswith(".csv")
+        first, _, _, _, last = (str(out / p) for p in row["output_captures"])
+        part = json.loads((out / "instances" / f"{row['key']}.json").read_text())["instruction"]["part"]
+        report = json.loads(_maskscore(env, "score", "--views", "2", "--resolution", "32", "--frame-a", str(out / row["input_capture"]),
+                                       "--frame-b", first, "--part", part, first, last))  # fmt: skip
+        assert report["modality"] == "arkit"
+        best, worst = report["candidates"]
+        assert best["overall"] > worst["overall"] and best["instruction_following"] == pytest.approx(1.0, abs=1e-6)
+    finally:
+        env.uninstall("arkit")
+    assert "arkit" not in env.listed()
