@@ -3,10 +3,8 @@
 One row = one edit scored the way the dataset builder scores it: frames A and B prepared
 (rendered, LPIPS features), then 5 ladder candidates scored on all three dimensions.
 The floor is the same renders and the same LPIPS forwards timed alone, without any comparison:
-frame A, frame B (moved onto A's head where its head moved), each candidate, plus a head-aligned
-copy of each candidate whose alignment moves the head by more than ALIGN_EPSILON_M: 8 renders
-and as many 8-view LPIPS forwards here (frame B turned its head; the wrong subject's head sits
-elsewhere); the figures report how many. full / floor says how much the comparisons (L1,
+frame A, frame B and each candidate moved onto A's head, and the mesh halfway from A to B:
+8 renders and as many 8-view LPIPS forwards here; the figures report how many. full / floor says how much the comparisons (L1,
 SSIM, LPIPS distances, masks, head-motion fits) add on top. Wall time and process CPU time are
 both reported: on a shared machine the CPU time is the steadier figure.
 
@@ -135,7 +133,8 @@ def main(out_path, rows, views, resolution, part, streams):
 
     from maskscore_core import head_motion
     from maskscore_core.image_metrics import normals_to_images
-    from maskscore_core.render_compare import ALIGN_EPSILON_M
+    from maskscore_core.render_compare import NO_ALIGN_PARTS
+    from maskscore_core.views import framing_of
 
     setup_start = time.perf_counter()
     compare, ref_a, ref_b, decoded = _warm_scorer(views, resolution, part)
@@ -145,17 +144,17 @@ def main(out_path, rows, views, resolution, part, streams):
     def full_row():
         return compare.score(compare.prepare(ref_a, ref_b, part), decoded)
 
-    # The floor renders exactly the meshes the full row renders: frame A, frame B (moved onto A's
-    # head where its head moved), each candidate, and the head-aligned copy of each candidate
-    # whose alignment moves the head.
-    frame = head_motion.head_frame(frame_a, part)
+    # The floor renders exactly the meshes the full row renders: frame A, then frame B and each
+    # candidate moved onto A's head (as they are for the neck), and the mesh halfway between A
+    # and B (it calibrates instruction_following), all framed on frame A's head.
+    frame, framing = head_motion.head_frame(frame_a, part), framing_of(frame_a)
 
-    def aligned_copy(vertices):
-        aligned = head_motion.align_to_a(frame, vertices)
-        return [aligned] if head_motion.moves_head(frame, vertices, aligned, ALIGN_EPSILON_M) else []
+    def aligned(vertices):
+        return framing.apply(vertices if part in NO_ALIGN_PARTS else head_motion.align_to_a(frame, vertices))
 
-    reference_meshes = [frame_a, *(aligned_copy(frame_b) or [frame_b])]  # B once: aligned where it moved
-    candidate_meshes = [m for v in candidates for m in (v, *aligned_copy(v))]
+    halfway = framing.apply(0.5 * (frame_a + (frame_b if part in NO_ALIGN_PARTS else head_motion.align_to_a(frame, frame_b))))
+    reference_meshes = [framing.apply(frame_a), aligned(frame_b), halfway]
+    candidate_meshes = [aligned(v) for v in candidates]
     floor_renders = len(reference_meshes) + len(candidate_meshes)
 
     def floor_row():

@@ -163,7 +163,8 @@ def head_motion(frame: HeadFrame, vertices: np.ndarray) -> tuple[np.ndarray, np.
     previous = np.inf
     for _step in range(GAUSS_NEWTON_STEPS):
         # The residual is taken in frame A's head frame, where the action fields were turned to.
-        back = (target - frame.centre - translation) @ rotation + frame.centre
+        # (target - centre - t) R + centre, exactly `target` when nothing moved (see align_to_a).
+        back = target + ((target - frame.centre) @ (rotation - np.eye(3)) - translation @ rotation)
         step = frame.rigid_solver @ (back - frame.points).ravel()
         size = float(np.linalg.norm(step[:3]) * HEAD_RADIUS_M + np.linalg.norm(step[3:]))
         if size > previous:
@@ -180,18 +181,13 @@ def align_to_a(frame: HeadFrame, vertices: np.ndarray) -> np.ndarray:
     """All of `vertices` moved rigidly so that their head sits where frame A's head is."""
     rotation, translation = head_motion(frame, vertices)
     vertices = np.asarray(vertices, dtype=np.float64)
-    return (vertices - frame.centre - translation) @ rotation + frame.centre
+    # (v - centre - t) R + centre, written so that no motion leaves every vertex bit for bit as it is.
+    return vertices + ((vertices - frame.centre) @ (rotation - np.eye(3)) - translation @ rotation)
 
 
-def carry_a_to(frame: HeadFrame, vertices_a: np.ndarray, vertices: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Frame A with its head carried along to `vertices`' head, each vertex by its head weight
-    (0: stays, 1: moves fully), so that the neck bends smoothly in between."""
-    rotation, translation = head_motion(frame, vertices)
-    vertices_a = np.asarray(vertices_a, dtype=np.float64)
-    moved = (vertices_a - frame.centre) @ rotation.T + frame.centre + translation
-    return vertices_a + weights[:, None] * (moved - vertices_a)
+def motion_size(frame: HeadFrame, before: np.ndarray, after: np.ndarray) -> float:
+    """RMS displacement (metres) of the fitted head vertices from `before` to `after`: how far an
+    alignment moved the head (0 when it moved nothing)."""
+    moved = np.asarray(after, dtype=np.float64)[frame.ids] - np.asarray(before, dtype=np.float64)[frame.ids]
+    return float(np.sqrt((moved**2).sum(axis=1).mean()))
 
-
-def moves_head(frame: HeadFrame, before: np.ndarray, after: np.ndarray, epsilon: float) -> bool:
-    """Whether going from `before` to `after` moves any fitted head vertex by more than epsilon."""
-    return bool(np.abs(np.asarray(after)[frame.ids] - np.asarray(before)[frame.ids]).max() > epsilon)

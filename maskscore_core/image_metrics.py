@@ -348,34 +348,51 @@ class Lpips:
 
     def distance(self, features_a: LpipsFeatures, features_b: LpipsFeatures, mask) -> float:
         """LPIPS averaged over the masked pixels of all views: the masked mean of `distance_map`,
-        computed without upsampling anything.
+        computed without upsampling anything (`layer_maps`, then `masked_layer_mean`)."""
+        self._check_pair(features_a, features_b)
+        return self.masked_layer_mean(self.layer_maps(features_a, features_b), mask, features_a)
+
+    @staticmethod
+    def _check_pair(features_a: LpipsFeatures, features_b: LpipsFeatures) -> None:
+        if features_a.batch != features_b.batch or features_a.image_size != features_b.image_size:
+            raise ImageShapeError(
+                f"LPIPS features of {features_a.batch} x {features_a.image_size} and"
+                f" {features_b.batch} x {features_b.image_size} images"
+            )
+
+    def layer_maps(self, features_a: LpipsFeatures, features_b: LpipsFeatures) -> dict[tuple[int, int], torch.Tensor]:
+        """The linear layers' outputs (B, h, w), summed per layer size: LPIPS before upsampling.
+        Maps of two pairs may be combined per position (render_compare takes the excess of one
+        over another) before `masked_layer_mean`."""
+        self._check_pair(features_a, features_b)
+        by_size: dict[tuple[int, int], torch.Tensor] = {}
+        with torch.no_grad():
+            for lin, fa, fb in zip(self._model.lins, features_a.layers, features_b.layers):
+                size = (int(fa.shape[2]), int(fa.shape[3]))
+                layer = lin((fa - fb) ** 2)[:, 0]
+                by_size[size] = layer if size not in by_size else by_size[size] + layer
+        return by_size
+
+    @staticmethod
+    def masked_layer_mean(maps: dict[tuple[int, int], torch.Tensor], mask, features: LpipsFeatures) -> float:
+        """The masked mean of the upsampled sum of `maps` over the image, without upsampling.
 
         The spatial map is a sum over layers of bilinear upsamplings U_h L U_w^T of small maps L,
         so its sum over a mask m equals sum(L * (U_h^T m U_w)): the mask is pulled down to each
         layer's size instead of every layer being pushed up to the image's (~10x cheaper).
         """
         tm = torch.as_tensor(mask)
-        expected = (features_a.batch, *features_a.image_size)
+        expected = (features.batch, *features.image_size)
         if tm.dtype != torch.bool or tuple(tm.shape) != expected:
             raise ImageShapeError(f"LPIPS mask must be boolean of shape {expected}, got {tm.dtype} {tuple(tm.shape)}")
-        if features_a.batch != features_b.batch or features_a.image_size != features_b.image_size:
-            raise ImageShapeError(
-                f"LPIPS features of {features_a.batch} x {features_a.image_size} and"
-                f" {features_b.batch} x {features_b.image_size} images"
-            )
         count = int(tm.sum())
         if count == 0:
             raise EmptyMaskError("the mask selects no pixel (is the part hidden in every view?)")
-        height, width = features_a.image_size
-        by_size: dict[tuple[int, int], torch.Tensor] = {}  # the lin outputs, summed per layer size
+        height, width = features.image_size
         with torch.no_grad():
-            for lin, fa, fb in zip(self._model.lins, features_a.layers, features_b.layers):
-                size = (int(fa.shape[2]), int(fa.shape[3]))
-                layer = lin((fa - fb) ** 2)[:, 0]
-                by_size[size] = layer if size not in by_size else by_size[size] + layer
             plane = tm.to(torch.float32)
             total = torch.zeros((), dtype=torch.float64)
-            for (h, w), layer in by_size.items():
+            for (h, w), layer in maps.items():
                 pulled = _upsample_matrix(h, height).T @ (plane @ _upsample_matrix(w, width))  # (B, h, w)
                 total += (layer.to(torch.float64) * pulled.to(torch.float64)).sum()
         return float(total / count)

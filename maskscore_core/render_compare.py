@@ -1,45 +1,44 @@
 """The universal metric: render candidates and references, compare inside and outside the part.
 
+Framing: every mesh of a row is moved by frame A's framing (`views.framing_of`): frame A's head
+onto the default subject's head, at its size, so the cameras frame every subject's head alike.
+
 Regions (per view, per pixel):
 - inside: pixels showing the edited part's region in frame A's render or in frame B's render
-  (union), from the face-index pass (`parts.pixel_mask(..., region=True)`): the part plus what
-  its own facial actions deform (`parts.region_vertex_ids`: opening the mouth carries the chin,
-  which is the edit, not a change of the rest). instruction_following compares the candidate
-  with frame B there.
-- outside: every other pixel covered by A, B or the candidate. consistency compares the
-  candidate with frame A there (a candidate that grows into the background is penalised).
+  (union), from the face-index pass (`parts.pixel_mask(..., region=True)`).
+- outside: every other pixel covered by A, B or the candidate.
 
-Distances (each a mean over the region's pixels of all views together):
-- depth_l1: |depth| difference in metres, capped per pixel at DEPTH_CAP (background depth is 0,
-  so silhouette changes count, but as DEPTH_CAP rather than the full camera distance);
-- normal_l1: mean absolute difference of the world-space normal components;
-- ssim: 1 - SSIM of the normal maps (data range 2);
-- lpips: LPIPS (AlexNet, v0.1) of the normal maps as [-1, 1] images, one forward per image,
-  spatial output averaged inside / outside (candidates are never run through LPIPS twice);
-- activation (instruction_following only, where the candidate and frame B both carry face
-  activations): face bone rotation agreement distance (`speech.agreement.distance`).
+instruction_following is calibrated on the edit itself: for each distance d (inside), how much
+of frame A's distance to frame B the candidate took away,
 
-Head alignment: real frame pairs differ by a small head motion besides the part (edits allow up
-to ~1 degree per head-carrying bone), and for a small part (an eyebrow moves a few millimetres)
-that rigid motion would dominate every pixel of the part. So frame B is first moved rigidly onto
-frame A by the head's own motion (`head_motion`: a least-squares fit on the vertices the head
-carries, net of facial actions and jaw and eye rotations), i.e. instruction_following compares
-the candidate with frame B's part as it sits on frame A's head; every candidate rendered from
-vertices is aligned the same way for instruction_following, so frame B itself still scores 1
-there. An alignment that moves the head by less than ALIGN_EPSILON_M is skipped, so a candidate
-whose head did not move (every frame-pair ladder rung but the wrong subject) costs one render
-and one LPIPS forward; one whose head moved costs a second of each. Consistency uses the
-candidate as it is: moving the head is a change of "the rest". Depth-only candidates cannot be
-aligned. Not done for the neck, whose bones carry the head: there the head's motion is the
-edit. Instead, for the neck, consistency compares each candidate with frame A whose head has
-been carried along rigidly to the candidate's head (each vertex moved by its head skinning
-weight), so that turning the head as the neck edit demands is not counted as changing "the
-rest" (again only re-rendered where that moves the head).
+    term = max(0, 1 - (d(candidate, B) / d(A, B)) ** e),  e such that the halfway mesh scores 0.5
 
-Scores: each distance d maps to exp(-d / SCALES[name]) in (0, 1], 1 for d = 0, strictly
-decreasing. A dimension's score is the WEIGHTS-weighted mean of the scores of the distances it
-has (depth-only candidates have only depth_l1). overall = OVERALL_WEIGHTS-weighted mean of
-instruction_following and consistency. docs/metric.md states the numbers and why.
+so frame B scores 1, doing nothing 0, overshooting or moving the wrong way less than B. Each row
+calibrates e per distance on the mesh halfway between frames A and B (vertex by vertex, B on A's
+head), rendered once with them: how fast a distance falls as the part nears B depends on the
+part, the subject and the resolution (outlines and shading shift by whole pixels), and the
+halfway mesh measures it, so a candidate a fraction f of the way scores about f. The terms are
+averaged with weights d(A, B) / SCALES[d]: a distance that barely tells A from B (the geometry of
+a lighting change) carries no weight, and nothing switches on or off.
+
+consistency compares the candidate with frame A outside, counting per pixel only the change
+beyond the one frame B itself makes there (`max(0, d(c, A) - d(B, A))` per pixel, LPIPS per
+layer position): what the asked edit moves outside the part (the chin with the jaw, the head with
+the neck) is not a change of the rest, doing nothing and the exact edit both score 1. Each
+such distance maps to exp(-d / SCALES[d]).
+
+Head alignment: for every part but the neck, frame B and every candidate rendered from vertices
+are first moved rigidly onto frame A's head (`head_motion`: the head's own motion, net of
+facial actions), always, so scores are continuous in the candidate. One render per candidate
+serves both dimensions: a head that moved shows as the neck and shoulders moving against it,
+and consistency's `head_motion` distance counts how far the alignment moved the head (RMS over
+its vertices, beyond frame B's). The neck's bones carry the head, so its motion is the edit: no
+alignment there.
+
+Distances (each a mean over the region's pixels of all views together): depth_l1 (capped per
+pixel at DEPTH_CAP), normal_l1, ssim (1 - SSIM of the normal maps), lpips (AlexNet v0.1 of the
+normal maps as [-1, 1] images), activation (instruction_following, face activations),
+appearance_l1 (shaded pictures, where all sides carry a look). docs/metric.md gives the numbers.
 """
 
 from __future__ import annotations
@@ -54,75 +53,123 @@ import attrs
 import numpy as np
 import torch
 
-from . import head_motion, threads
+from . import head_motion, threads, views
 from .image_metrics import SsimReference, masked_mean
 from .records import CandidateScore, Decoded
 from .render import RenderResult, get_renderer
 from .views import ViewConfig
 
-# A distance equal to its scale scores exp(-1) = 0.37. Scales sit near the distance of a
-# wrong-subject candidate on the default views, so the ladder spreads over (0, 1].
+# consistency: a distance equal to its scale scores exp(-1) = 0.37. instruction_following:
+# the scale turns d(A, B) into a unitless weight. The scales sit near the inside distance between
+# frames A and B of a strong mouth edit (jawOpen 0 -> 0.8).
 SCALES: dict[str, float] = {
-    "depth_l1": 0.02,  # metres
+    "depth_l1": 0.02,  # metres (of the framed head)
     "normal_l1": 0.1,
     "ssim": 0.25,
     "lpips": 0.1,
     "activation": 0.1,
     "appearance_l1": 0.1,  # mean |RGB| difference of shaded pictures, colours in [0, 1]
+    "head_motion": 0.005,  # metres: RMS motion of the head's vertices (a 1-degree turn ~1.7 mm)
 }
+# instruction_following's exponent e = log(1/2) / log(d(halfway, B) / d(A, B)), kept within these
+# bounds where the halfway mesh is no help (d(A, B) at render noise, or no closer to B than A is).
+# Measured d(halfway, B) / d(A, B): 0.36-0.8 over the parts the source edits (docs/metric.md).
+EXPONENT_RANGE = (0.5, 3.0)
+# Keeps d(c, B) / d(A, B) finite where frame B equals frame A (then only B itself scores 1) and
+# gives every distance a little weight then; a millionth of the scale is far below render noise.
+FLOOR = 1e-6
 # Per-pixel depth differences are capped: a silhouette pixel that flips between the mesh and the
 # background (depth 0) would otherwise count as the full camera distance (~0.5 m), so sub-pixel
 # shifts of the outline would outweigh real changes of the surface.
 DEPTH_CAP = 0.05  # metres
 WEIGHTS: dict[str, float] = {
     "depth_l1": 1.0, "normal_l1": 1.0, "ssim": 1.0, "lpips": 1.0, "activation": 1.0, "appearance_l1": 1.0,
+    "head_motion": 1.0,
 }  # fmt: skip
 OVERALL_WEIGHTS: dict[str, float] = {"instruction_following": 0.5, "consistency": 0.5}
 
 NO_ALIGN_PARTS = ("neck",)
-# An alignment that moves no vertex of the head further than this is skipped (no re-render): a
-# quarter of a millimetre is about a fifth of a pixel at the default framing (0.6 m, 30 degrees,
-# 256 px). Only the head's vertices count, since the cameras frame the head: a rotation too small
-# to see there still moves the feet, 1.5 m away, by more.
-ALIGN_EPSILON_M = 2.5e-4
-HEAD_ACCESSORY_PARTS = ("headwear", "eyewear", "earwear")
+# The formulas' revision: bump when a change moves any score. `dataset.scorer_config` keys stored
+# scores by it. 2: calibrated instruction_following, consistency beyond frame B's own change,
+# alignment always, framing on frame A's head (issue 12).
+METRIC_VERSION = 2
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
+# distances["ref.<d>"] and ["half.<d>"]: d(A, B) and d(halfway, B) inside, what instruction_following
+# is calibrated on.
+REFERENCE_PREFIX, HALFWAY_PREFIX = "ref", "half"
 
 
 class RenderCompareError(ValueError):
     """Inputs the metric cannot compare (nothing to render, wrong map sizes, invisible part)."""
 
 
-@functools.cache
-def _head_weights() -> np.ndarray:
-    """(V,) how much each reference-mesh vertex is carried by the head: its skinning weight on
-    the head's bones (1 for accessories worn on the head, 0 for the others)."""
-    from .reference_mesh import get_reference_mesh
-
-    mesh = get_reference_mesh()
-    out = np.zeros(mesh.vertex_count)
-    out[: mesh.anny_vertex_count] = mesh.body.head_weights
-    for slot in mesh.slots:
-        if slot.part in HEAD_ACCESSORY_PARTS:
-            start, stop = mesh.slot_ranges[slot.name]
-            out[start:stop] = 1.0
-    return out
+def _check_distance(name: str, distance: float) -> None:
+    if not math.isfinite(distance) or distance < 0:
+        raise RenderCompareError(f"distance {name} = {distance!r} is not a finite non-negative number")
 
 
 def distance_score(name: str, distance: float) -> float:
-    """The documented monotone map from a raw distance to a score in (0, 1]."""
-    if not math.isfinite(distance) or distance < 0:
-        raise RenderCompareError(f"distance {name} = {distance!r} is not a finite non-negative number")
+    """consistency's monotone map from a raw distance to a score in (0, 1]."""
+    _check_distance(name, distance)
     return math.exp(-distance / SCALES[name])
 
 
 def combine(distances: dict[str, float]) -> float:
-    """Weighted mean of the per-distance scores of one dimension."""
+    """consistency: weighted mean of the per-distance scores."""
     if not distances:
         raise RenderCompareError("no distance to combine into a score")
     total = sum(WEIGHTS[name] for name in distances)
     return sum(WEIGHTS[name] * distance_score(name, d) for name, d in sorted(distances.items())) / total
+
+
+def exponent(name: str, reference: float, halfway: float) -> float:
+    """e with (d(halfway, B) / d(A, B)) ** e = 1/2, within EXPONENT_RANGE."""
+    _check_distance(f"{REFERENCE_PREFIX}.{name}", reference)
+    _check_distance(f"{HALFWAY_PREFIX}.{name}", halfway)
+    low, high = EXPONENT_RANGE
+    ratio = halfway / (reference + FLOOR * SCALES[name])
+    if ratio <= 0.5 ** (1.0 / low):
+        return low
+    if ratio >= 0.5 ** (1.0 / high):
+        return high
+    return math.log(0.5) / math.log(ratio)
+
+
+def follow_term(name: str, distance: float, reference: float, halfway: float) -> float:
+    """How much of d(A, B) = `reference` a candidate at d(c, B) = `distance` took away, in [0, 1],
+    calibrated so that d(c, B) = `halfway` (the halfway mesh's) scores 1/2."""
+    _check_distance(name, distance)
+    ratio = distance / (reference + FLOOR * SCALES[name])
+    return max(0.0, 1.0 - ratio ** exponent(name, reference, halfway))
+
+
+def follow_score(distances: dict[str, float], references: dict[str, float], halfway: dict[str, float]) -> float:
+    """instruction_following: the follow terms averaged with weights d(A, B) / scale (+ FLOOR)."""
+    if not distances:
+        raise RenderCompareError("no distance to combine into a score")
+    missing = sorted(set(distances) - (set(references) & set(halfway)))
+    if missing:
+        raise RenderCompareError(f"no frame A to frame B distance to calibrate {missing} on")
+    weights = {k: WEIGHTS[k] * (references[k] / SCALES[k] + FLOOR) for k in sorted(distances)}
+    total = sum(weights.values())
+    return sum(weights[k] * follow_term(k, distances[k], references[k], halfway[k]) for k in weights) / total
+
+
+def scores_of(distances: dict[str, dict[str, float]], references: dict[str, float], halfway: dict[str, float]) -> CandidateScore:
+    """The CandidateScore of one candidate's distances {"instruction_following": {...},
+    "consistency": {...}} and the row's d(A, B) and d(halfway, B) per distance."""
+    follow = follow_score(distances["instruction_following"], references, halfway)
+    consistency = combine(distances["consistency"])
+    weights = OVERALL_WEIGHTS
+    overall = (weights["instruction_following"] * follow + weights["consistency"] * consistency) / sum(weights.values())
+    flat = {f"{DIMENSION_PREFIX[dim]}.{name}": float(v) for dim, found in distances.items() for name, v in found.items()}
+    for name in distances["instruction_following"]:
+        flat[f"{REFERENCE_PREFIX}.{name}"], flat[f"{HALFWAY_PREFIX}.{name}"] = float(references[name]), float(halfway[name])
+    return CandidateScore(
+        instruction_following=float(follow), consistency=float(consistency), overall=float(overall),
+        distances=dict(sorted(flat.items())),
+    )  # fmt: skip
 
 
 @attrs.frozen(eq=False)
@@ -135,13 +182,15 @@ class Side:
     normals: np.ndarray | None = None  # (N, H, W, 3)
     render: RenderResult | None = None
     activations: np.ndarray | None = None
-    render_vertices: np.ndarray | None = None  # the validated vertices it was rendered from
+    render_vertices: np.ndarray | None = None  # the validated vertices (before framing)
     appearance: object | None = None  # records.Appearance: its look, where the modality carries one
+    head_motion: float | None = None  # how far its head was moved onto frame A's (metres, RMS)
 
 
 @attrs.frozen(eq=False)
 class PreparedReference:
-    """Frames A and B rendered once, their LPIPS features, and the part's pixel regions."""
+    """Frames A and B rendered once, their LPIPS features, the part's pixel regions, frame B's
+    own change against A (per pixel, for consistency) and d(A, B) inside."""
 
     part: str
     a: Side
@@ -150,10 +199,14 @@ class PreparedReference:
     covered: np.ndarray  # (N, H, W) bool: pixels covered in A or B
     lpips_a: object | None  # image_metrics.LpipsFeatures of A's normals (N images)
     lpips_b: object | None
+    framing: views.Framing
     vertices_a: np.ndarray | None = None  # frame A's validated vertices (mesh references)
     head_frame: object | None = None  # head_motion.HeadFrame of frame A (mesh references)
     b_as_is: Decoded | None = None  # frame B as given, when `b` is B moved onto A's head
     ssim_a: object | None = None  # image_metrics.SsimReference of A's normals, filtered once per row
+    b_change: dict = attrs.field(factory=dict)  # frame B against A per pixel: "depth", "normal", "ssim", "lpips"
+    references: dict = attrs.field(factory=dict)  # d(A, B) inside, per distance
+    halfway: dict = attrs.field(factory=dict)  # d(halfway mesh, B) inside, per distance
     lazy: dict = attrs.field(factory=dict)  # renders made only when a candidate needs them
 
 
@@ -176,12 +229,14 @@ class RenderCompare:
             return self._lpips
 
     # -- turning a Decoded into render space ------------------------------------------------
-    def _side(self, decoded: Decoded, what: str) -> Side:
+    def _side(self, decoded: Decoded, what: str, framing: views.Framing | None, vertices=None) -> Side:
+        """`decoded` in render space; `vertices` (already checked) replace its own when given."""
         if not isinstance(decoded, Decoded):
             raise RenderCompareError(f"{what}: expected a records.Decoded, got {type(decoded).__name__}")
-        if decoded.vertices is not None:
+        if vertices is None and decoded.vertices is not None:
             vertices = self.renderer.check(decoded.vertices, what)
-            result = self.renderer.render(vertices, what)
+        if vertices is not None:
+            result = self.renderer.render(framing.apply(vertices), what)
             return Side(
                 result.depth, result.coverage, result.normals, result, decoded.activations, vertices, decoded.appearance
             )
@@ -201,49 +256,78 @@ class RenderCompare:
             )
         raise RenderCompareError(f"{what}: nothing to compare (no vertices and no depth maps)")
 
+    def _aligned(self, prepared: PreparedReference, vertices: np.ndarray) -> tuple[np.ndarray, float | None]:
+        """The vertices moved onto frame A's head, and how far that moved the head (None for the neck)."""
+        if prepared.head_frame is None:
+            return vertices, None
+        aligned = head_motion.align_to_a(prepared.head_frame, vertices)
+        return aligned, head_motion.motion_size(prepared.head_frame, vertices, aligned)
+
     # -- references ---------------------------------------------------------------------------
-    def prepare(self, ref_a: Decoded, ref_b: Decoded, part: str, *, region: np.ndarray | None = None) -> PreparedReference:
-        """Render frames A and B once, take their LPIPS features once, find the part's pixels."""
+    def prepare(self, ref_a: Decoded, ref_b: Decoded, part: str, framing: views.Framing | None = None, *,
+                region: np.ndarray | None = None) -> PreparedReference:
+        """Render frames A and B once (B on A's head), take their LPIPS features once, find the
+        part's pixels, frame B's change against A and d(A, B). `framing` defaults to frame A's
+        own (`views.framing_of`); the scorer plugin passes the subject's (`views.subject_framing`)."""
         from . import parts
 
         parts.check_active(part)
+        if not isinstance(ref_a, Decoded) or ref_a.vertices is None or not isinstance(ref_b, Decoded) or (
+            ref_b.vertices is None
+        ):
+            raise RenderCompareError(
+                "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
+            )
+        vertices_a = self.renderer.check(ref_a.vertices, "frame A")
+        vertices_b = self.renderer.check(ref_b.vertices, "frame B")
+        if framing is None:
+            framing = views.framing_of(vertices_a)
         pool = _comparison_pool()
         with _one_torch_thread():  # as in `score`: frame A goes through AlexNet while B renders
-            a = self._side(ref_a, "frame A")
-            if a.render is None:
-                raise RenderCompareError(
-                    "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
-                )
+            a = self._side(ref_a, "frame A", framing, vertices_a)
             lpips_a = pool.submit(self.lpips.features, _lpips_images([a.normals]))
             ssim_a = pool.submit(SsimReference, a.normals)
-            # Frame B is rendered once: moved onto A's head when its head moved, as it is
-            # otherwise (B as it is is rendered later only if a depth-only candidate needs it).
-            b, b_as_is, frame = None, None, None
-            if isinstance(ref_b, Decoded) and ref_b.vertices is not None:
-                vertices_b = self.renderer.check(ref_b.vertices, "frame B")
-                frame = head_motion.head_frame(a.render_vertices, part)
-                if part not in NO_ALIGN_PARTS:
-                    aligned = head_motion.align_to_a(frame, vertices_b)
-                    if head_motion.moves_head(frame, vertices_b, aligned, ALIGN_EPSILON_M):
-                        b, b_as_is = self._side(attrs.evolve(ref_b, vertices=aligned), "frame B"), ref_b
-            if b is None:
-                b = self._side(ref_b, "frame B")
-            if b.render is None:
-                raise RenderCompareError(
-                    "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
-                )
+            frame = None if part in NO_ALIGN_PARTS else head_motion.head_frame(vertices_a, part)
+            aligned = vertices_b if frame is None else head_motion.align_to_a(frame, vertices_b)
+            b = self._side(ref_b, "frame B", framing, aligned)
+            if frame is not None:
+                b = attrs.evolve(b, head_motion=head_motion.motion_size(frame, vertices_b, aligned))
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
+            # The halfway mesh calibrates instruction_following (module docstring).
+            middle = self._side(Decoded(), "the mesh halfway from A to B", framing,
+                                0.5 * (vertices_a + aligned))  # fmt: skip
+            lpips_middle = pool.submit(self.lpips.features, _lpips_images([middle.normals]))
             inside = parts.pixel_mask(a.render, part, True, region) | parts.pixel_mask(b.render, part, True, region)
             if not inside.any():
                 raise RenderCompareError(
                     f"the part {part!r} is visible in no view of frames A and B ({self.view_config.count} views);"
                     " instruction_following has no pixels to compare"
                 )
-            lpips_a, lpips_b, ssim_a = lpips_a.result(), lpips_b.result(), ssim_a.result()
-        return PreparedReference(
+            lpips_a, lpips_b, ssim_a, lpips_middle = lpips_a.result(), lpips_b.result(), ssim_a.result(), lpips_middle.result()
+            change = {
+                "depth": _capped(np.abs(b.depth - a.depth)),
+                "normal": np.abs(b.normals - a.normals).mean(axis=-1),
+                "ssim": _dissimilarity(ssim_a.map(b.normals)),
+                "lpips": self.lpips.layer_maps(lpips_b, lpips_a),
+            }
+            references, halfway = (
+                {
+                    "depth_l1": _masked_mean(_capped(np.abs(side.depth - b.depth)), inside),
+                    "normal_l1": _masked_mean(np.abs(side.normals - b.normals).mean(axis=-1), inside),
+                    "ssim": max(0.0, 1.0 - _masked_ssim_by_view(side.normals, b.normals, inside)),
+                    "lpips": max(0.0, self.lpips.distance(features, lpips_b, inside)),
+                }
+                for side, features in ((a, lpips_a), (middle, lpips_middle))
+            )
+            if a.activations is not None and b.activations is not None:
+                references["activation"], halfway["activation"] = activation_references(a.activations, b.activations)
+        prepared = PreparedReference(
             part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b,
-            vertices_a=a.render_vertices, head_frame=frame, b_as_is=b_as_is, ssim_a=ssim_a,
+            framing=framing, vertices_a=vertices_a, head_frame=frame, b_as_is=None if aligned is vertices_b else ref_b,
+            ssim_a=ssim_a, b_change=change, references=references, halfway=halfway,
         )  # fmt: skip
+        _appearance_reference(prepared)
+        return prepared
 
     # -- candidates ---------------------------------------------------------------------------
     def score(self, prepared: PreparedReference, candidates: list[Decoded]) -> list[CandidateScore]:
@@ -260,113 +344,111 @@ class RenderCompare:
         pool = _comparison_pool()
         with _one_torch_thread():
             sides: list[Side] = []
-            follow: dict[int, Side] = {}  # instruction_following: the candidate in A's head frame
-            own_a: dict[int, Side] = {}  # consistency (neck): A with its head carried to the candidate's
             pictures, pending = [], {}
 
             def alexnet(normals):
                 return self.lpips.features(_lpips_images([normals]))
 
             for i, candidate in enumerate(candidates):
-                side = self._side(candidate, f"candidate {i}")
+                vertices, motion = None, None
+                if isinstance(candidate, Decoded) and candidate.vertices is not None:
+                    vertices, motion = self._aligned(prepared, self.renderer.check(candidate.vertices, f"candidate {i}"))
+                side = attrs.evolve(self._side(candidate, f"candidate {i}", prepared.framing, vertices), head_motion=motion)
                 sides.append(side)
                 if side.normals is not None:
-                    if prepared.head_frame is not None:
-                        self._follow_head(prepared, i, side, follow, own_a)
-                    for key, picture in (("as_is", side), ("aligned", follow.get(i)), ("own_a", own_a.get(i))):
-                        if picture is not None:
-                            pending[key, i] = pool.submit(alexnet, picture.normals)
-                pictures.append(pool.submit(self._picture_distances, prepared, follow.get(i, side), side,
-                                            own_a.get(i, prepared.a)))  # fmt: skip
+                    pending[i] = pool.submit(alexnet, side.normals)
+                pictures.append(pool.submit(self._picture_distances, prepared, side))
             rendered = [i for i, s in enumerate(sides) if s.normals is not None]
-            features = {key: future.result() for key, future in pending.items()}
+            features = {i: future.result() for i, future in pending.items()}
             distances = [future.result() for future in pictures]
 
             def lpips_of(i: int) -> tuple[float, float]:
-                as_is, outside = features[("as_is", i)], distances[i][1]
-                return (self.lpips.distance(features.get(("aligned", i), as_is), prepared.lpips_b, prepared.inside),
-                        self.lpips.distance(as_is, features.get(("own_a", i), prepared.lpips_a), outside))  # fmt: skip
+                outside = distances[i][1]
+                follow = self.lpips.distance(features[i], prepared.lpips_b, prepared.inside)
+                own = self.lpips.layer_maps(features[i], prepared.lpips_a)
+                beyond = {size: torch.clamp(own[size] - prepared.b_change["lpips"][size], min=0.0) for size in own}
+                return follow, self.lpips.masked_layer_mean(beyond, outside, features[i])
 
             lpips = dict(zip(rendered, pool.map(lpips_of, rendered)))
-        return [
-            self._finish(prepared, follow.get(i, side), side, own_a.get(i, prepared.a), *distances[i], lpips.get(i))
-            for i, side in enumerate(sides)
-        ]
+        return [self._finish(prepared, side, *distances[i], lpips.get(i)) for i, side in enumerate(sides)]
 
-    def _follow_head(self, prepared: PreparedReference, i: int, side: Side, follow: dict, own_a: dict) -> None:
-        """Render candidate i in frame A's head frame (or, for the neck, frame A carried to its
-        head) where that moves the head by more than ALIGN_EPSILON_M."""
-        vertices = side.render_vertices
-        if prepared.part in NO_ALIGN_PARTS:
-            carried = head_motion.carry_a_to(prepared.head_frame, prepared.vertices_a, vertices, _head_weights())
-            if head_motion.moves_head(prepared.head_frame, prepared.vertices_a, carried, ALIGN_EPSILON_M):
-                own_a[i] = self._side(Decoded(vertices=carried), "frame A following the candidate's head")
-        else:
-            aligned = head_motion.align_to_a(prepared.head_frame, vertices)
-            if head_motion.moves_head(prepared.head_frame, vertices, aligned, ALIGN_EPSILON_M):
-                follow[i] = self._side(Decoded(vertices=aligned, activations=side.activations), f"candidate {i}")
-
-    def _depth_b_as_is(self, prepared: PreparedReference) -> np.ndarray:
-        """Frame B's depth as given (not moved onto A's head), rendered on first use."""
+    def _b_as_is(self, prepared: PreparedReference) -> tuple[np.ndarray, float]:
+        """Frame B's depth as given (not moved onto A's head) and its d(A, B) inside, rendered on
+        first use: depth-only candidates cannot be aligned, so they are compared with it."""
         if prepared.b_as_is is None:
-            return prepared.b.depth
+            return prepared.b.depth, prepared.references["depth_l1"]
         with self._lock:
             if "depth_b" not in prepared.lazy:
-                prepared.lazy["depth_b"] = self._side(prepared.b_as_is, "frame B").depth
+                depth = self._side(prepared.b_as_is, "frame B", prepared.framing).depth
+                reference = _masked_mean(_capped(np.abs(depth - prepared.a.depth)), prepared.inside)
+                prepared.lazy["depth_b"] = (depth, reference)
         return prepared.lazy["depth_b"]
 
-    def _picture_distances(self, prepared: PreparedReference, cand_if: Side, cand: Side, ref_a: Side):
-        """Depth L1, normal L1 and SSIM of both dimensions (everything but LPIPS), and the
-        consistency region."""
+    def _picture_distances(self, prepared: PreparedReference, cand: Side):
+        """Depth L1, normal L1 and SSIM of both dimensions (everything but LPIPS), the
+        consistency region, and d(A, B) where it differs from the prepared one (depth maps)."""
         inside = prepared.inside
-        outside = (prepared.b.coverage | ref_a.coverage | cand.coverage) & ~inside
-        distances: dict[str, dict[str, float]] = {"instruction_following": {}, "consistency": {}}
-        for dimension, side, ref, region in (
-            ("instruction_following", cand_if, prepared.b, inside),
-            ("consistency", cand, ref_a, outside),
-        ):
+        outside = (prepared.covered | cand.coverage) & ~inside
+        for dimension, region in (("instruction_following", inside), ("consistency", outside)):
             if not region.any():
                 raise RenderCompareError(f"{dimension}: its region holds no pixel in any view")
-            found = distances[dimension]
-            ref_depth = ref.depth
-            if dimension == "instruction_following" and side.render is None:
-                ref_depth = self._depth_b_as_is(prepared)  # depth maps cannot be aligned: compare with B as it is
-            found["depth_l1"] = _masked_mean(np.minimum(np.abs(side.depth[region] - ref_depth[region]), DEPTH_CAP), None)
-            if side.normals is not None:
-                found["normal_l1"] = _masked_mean(np.abs(side.normals[region] - ref.normals[region]).mean(axis=-1), None)
-                if ref is prepared.a:  # consistency against frame A itself: its filtered planes are shared
-                    ssim = masked_mean(prepared.ssim_a.map(side.normals), region)
-                else:
-                    ssim = _masked_ssim_by_view(side.normals, ref.normals, region)
-                found["ssim"] = max(0.0, 1.0 - ssim)
-        return distances, outside
+        change, a, b = prepared.b_change, prepared.a, prepared.b
+        follow, rest, references, halfway = {}, {}, dict(prepared.references), dict(prepared.halfway)
+        depth_b = b.depth
+        if cand.render is None:  # depth maps cannot be aligned: compare with B as it is (same exponent)
+            depth_b, references["depth_l1"] = self._b_as_is(prepared)
+            halfway["depth_l1"] *= references["depth_l1"] / max(prepared.references["depth_l1"], FLOOR * SCALES["depth_l1"])
+        follow["depth_l1"] = _masked_mean(_capped(np.abs(cand.depth - depth_b)), inside)
+        rest["depth_l1"] = _beyond(_capped(np.abs(cand.depth - a.depth)), change["depth"], outside)
+        if cand.normals is not None:
+            follow["normal_l1"] = _masked_mean(np.abs(cand.normals - b.normals).mean(axis=-1), inside)
+            follow["ssim"] = max(0.0, 1.0 - _masked_ssim_by_view(cand.normals, b.normals, inside))
+            rest["normal_l1"] = _beyond(np.abs(cand.normals - a.normals).mean(axis=-1), change["normal"], outside)
+            rest["ssim"] = _beyond(_dissimilarity(prepared.ssim_a.map(cand.normals)), change["ssim"], outside)
+        if cand.head_motion is not None:  # its head moved against the body, beyond frame B's
+            rest["head_motion"] = max(0.0, cand.head_motion - (b.head_motion or 0.0))
+        return {"instruction_following": follow, "consistency": rest}, outside, (references, halfway)
 
-    def _finish(self, prepared: PreparedReference, cand_if: Side, cand: Side, ref_a: Side, distances: dict,
-                outside: np.ndarray, lpips: tuple[float, float] | None) -> CandidateScore:
+    def _finish(self, prepared: PreparedReference, cand: Side, distances: dict, outside: np.ndarray,
+                references: tuple[dict, dict], lpips: tuple[float, float] | None) -> CandidateScore:
         """LPIPS, appearance and activation distances added; the scores."""
         if lpips is not None:
             distances["instruction_following"]["lpips"] = max(0.0, lpips[0])
             distances["consistency"]["lpips"] = max(0.0, lpips[1])
-        _add_appearance(distances, prepared, cand_if, cand, ref_a, prepared.inside, outside)
-        if cand.activations is not None and prepared.b.activations is not None:
+        _add_appearance(distances, prepared, cand, outside)
+        if cand.activations is not None and prepared.b.activations is not None and "activation" in references[0]:
             from .speech import agreement
 
             distances["instruction_following"]["activation"] = float(
                 agreement.distance(np.asarray(cand.activations), np.asarray(prepared.b.activations))
             )
-        scores = {dim: combine(found) for dim, found in distances.items()}
-        overall = sum(OVERALL_WEIGHTS[d] * scores[d] for d in scores) / sum(OVERALL_WEIGHTS.values())
-        flat = {
-            f"{DIMENSION_PREFIX[dim]}.{name}": float(value)
-            for dim, found in distances.items()
-            for name, value in found.items()
-        }
-        return CandidateScore(
-            instruction_following=float(scores["instruction_following"]),
-            consistency=float(scores["consistency"]),
-            overall=float(overall),
-            distances=dict(sorted(flat.items())),
-        )
+        return scores_of(distances, *references)
+
+
+def activation_references(activations_a, activations_b) -> tuple[float, float]:
+    """d(A, B) and d(halfway, B) of two (T, 52) face activation sequences (time-normalised to
+    the longer one, as `speech.agreement.distance` compares them)."""
+    from .speech import agreement
+
+    a, b = np.asarray(activations_a, dtype=np.float64), np.asarray(activations_b, dtype=np.float64)
+    length = max(len(a), len(b))
+    middle = 0.5 * (agreement.time_normalise(a, length) + agreement.time_normalise(b, length))
+    return float(agreement.distance(a, b)), float(agreement.distance(middle, b))
+
+
+def _capped(depth_difference: np.ndarray) -> np.ndarray:
+    return np.minimum(depth_difference, np.float32(DEPTH_CAP))
+
+
+def _dissimilarity(ssim_map) -> np.ndarray:
+    """1 - SSIM per pixel, never below 0 (rounding can lift SSIM a hair above 1)."""
+    return np.maximum(1.0 - np.asarray(ssim_map, dtype=np.float64), 0.0)
+
+
+def _beyond(candidate: np.ndarray, allowed: np.ndarray, region: np.ndarray) -> float:
+    """Mean over `region` of how far the candidate's per-pixel change exceeds frame B's."""
+    excess = np.asarray(candidate, dtype=np.float64)[region] - np.asarray(allowed, dtype=np.float64)[region]
+    return float(np.maximum(excess, 0.0).mean())
 
 
 @contextlib.contextmanager
@@ -438,26 +520,41 @@ def appearance_regions(prepared: PreparedReference, inside: np.ndarray, outside:
     return edited, ~edited
 
 
-def _add_appearance(distances, prepared: PreparedReference, cand_if: Side, cand: Side, ref_a: Side, inside, outside) -> None:
-    """Add `appearance_l1` (mean absolute RGB difference of the shaded pictures,
-    `appearance.shade`) to both dimensions when the candidate and frames A and B all carry an
-    appearance and were rendered from vertices; otherwise leave the geometric distances alone.
-
-    instruction_following shades the candidate in frame A's head frame (as compared with B);
-    consistency shades it as it is, against frame A (for the neck: frame A carried along to the
-    candidate's head, with frame A's look)."""
+def _appearance_reference(prepared: PreparedReference) -> None:
+    """Frames A's and B's shaded pictures, B's change against A per pixel and d(A, B) in the
+    edited region, when both carry a look."""
     from .appearance import shade
 
-    look, look_a, look_b = cand.appearance, prepared.a.appearance, prepared.b.appearance
-    if look is None or look_a is None or look_b is None:
+    look_a, look_b = prepared.a.appearance, prepared.b.appearance
+    if look_a is None or look_b is None:
         return
-    if cand.render is None or cand_if.render is None or ref_a.render is None or prepared.b.render is None:
+    picture_a, picture_b = shade(prepared.a.render, look_a), shade(prepared.b.render, look_b)
+    edited, _rest = appearance_regions(prepared, prepared.inside, None)
+    change = np.abs(picture_b - picture_a).mean(axis=-1)
+    prepared.b_change.update(picture_a=picture_a, picture_b=picture_b, appearance=change)
+    if edited.any():
+        # The halfway picture is the mean of A's and B's: exactly half of d(A, B) from B.
+        prepared.references["appearance_l1"] = _masked_mean(change, edited)
+        prepared.halfway["appearance_l1"] = 0.5 * prepared.references["appearance_l1"]
+
+
+def _add_appearance(distances, prepared: PreparedReference, cand: Side, outside) -> None:
+    """Add `appearance_l1` (mean absolute RGB difference of the shaded pictures,
+    `appearance.shade`) to both dimensions when the candidate and frames A and B all carry an
+    appearance and the candidate was rendered from vertices; otherwise leave the geometric
+    distances alone. Consistency counts, as for geometry, only the change beyond frame B's."""
+    from .appearance import shade
+
+    if cand.appearance is None or cand.render is None or "appearance" not in prepared.b_change:
         return
-    edited, rest = appearance_regions(prepared, inside, outside)
-    pairs = (
-        ("instruction_following", shade(cand_if.render, look), shade(prepared.b.render, look_b), edited),
-        ("consistency", shade(cand.render, look), shade(ref_a.render, look_a), rest),
-    )
-    for dimension, picture, reference, region in pairs:
-        if region.any():
-            distances[dimension]["appearance_l1"] = _masked_mean(np.abs(picture[region] - reference[region]).mean(axis=-1), None)
+    edited, rest = appearance_regions(prepared, prepared.inside, outside)
+    picture = shade(cand.render, cand.appearance)
+    change = prepared.b_change
+    if edited.any():
+        distances["instruction_following"]["appearance_l1"] = _masked_mean(
+            np.abs(picture - change["picture_b"]).mean(axis=-1), edited
+        )
+    if rest.any():
+        distances["consistency"]["appearance_l1"] = _beyond(
+            np.abs(picture - change["picture_a"]).mean(axis=-1), change["appearance"], rest
+        )

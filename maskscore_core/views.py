@@ -210,3 +210,70 @@ def pixel_ray_directions(pose: CameraPose, fov_deg: float, width: int, height: i
     local = np.stack([x_left, y_up, np.ones((height, width))], axis=-1)
     local /= np.linalg.norm(local, axis=-1, keepdims=True)
     return local @ pose.to_world()[:3, :3].T
+
+
+# -- framing on the subject's own head -------------------------------------------------------
+# The cameras stand around the default subject's head (above). A shorter, taller, older or
+# younger subject's head sits elsewhere and is another size, so a fixed camera frames it badly
+# (a face half out of frame, a mouth a tenth of the pixels). Instead of moving the cameras (one
+# Mitsuba scene serves every mesh), the meshes of a row are moved: a similarity transform puts
+# frame A's head where the default subject's head is, at the default head's size. Depth, normals
+# and face ids are unchanged in meaning (depth is then in metres of the default head's size).
+
+
+@attrs.frozen(eq=False)
+class Framing:
+    """v -> v + (v - centre) (scale - 1) + (home - centre): the subject's head `centre` moved
+    to `home` (the default subject's head centre) and scaled by `scale` about it. Written so that
+    the default subject's own framing leaves every vertex bit for bit as it is."""
+
+    centre: np.ndarray  # (3,) the subject's head centre
+    scale: float
+    home: np.ndarray  # (3,) the default subject's head centre
+
+    def apply(self, vertices: np.ndarray) -> np.ndarray:
+        v = np.asarray(vertices, dtype=np.float64)
+        return v + ((v - self.centre) * (self.scale - 1.0) + (self.home - self.centre))
+
+
+def _head_centre_and_size(anny_vertices: np.ndarray) -> tuple[np.ndarray, float]:
+    """Mean and RMS radius of the vertices the head carries (skinning weight ~1 on the head)."""
+    from .body import get_body_model
+
+    weights = get_body_model().head_weights
+    head = np.asarray(anny_vertices, dtype=np.float64)[: len(weights)][weights >= 0.999]
+    centre = head.mean(axis=0)
+    return centre, float(np.sqrt(((head - centre) ** 2).sum(axis=1).mean()))
+
+
+@functools.cache
+def _default_head() -> tuple[np.ndarray, float]:
+    from .records import BodyState
+    from .reference_mesh import get_reference_mesh
+
+    return _head_centre_and_size(get_reference_mesh().anny_posed([BodyState()])["vertices"][0])
+
+
+def framing_of(vertices: np.ndarray) -> Framing:
+    """The framing that centres these reference-mesh vertices' head on the default subject's
+    and scales it to the default head's size (RMS radius of the head's vertices)."""
+    home, size = _default_head()
+    centre, own = _head_centre_and_size(vertices)
+    if not own > 0:
+        raise ValueError("the mesh's head has no extent: cannot frame it")
+    return Framing(centre=centre, scale=size / own, home=home)
+
+
+@functools.lru_cache(maxsize=256)
+def _subject_framing(phenotype: tuple[tuple[str, float], ...]) -> Framing:
+    from .records import BodyState
+    from .reference_mesh import get_reference_mesh
+
+    rest = get_reference_mesh().anny_posed([BodyState(phenotype=dict(phenotype))])["vertices"][0]
+    return framing_of(rest)
+
+
+def subject_framing(phenotype: dict[str, float]) -> Framing:
+    """The framing of a subject at rest (its phenotype only: no pose, expression or edit), so
+    every candidate of one subject, mesh or depth map, is seen by the same framing."""
+    return _subject_framing(tuple(sorted((str(k), float(v)) for k, v in phenotype.items())))

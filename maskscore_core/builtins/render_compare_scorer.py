@@ -82,50 +82,51 @@ def _frame(clip: Decoded, t: int) -> Decoded:
 
 
 def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates: list[Decoded],
-                  region=None) -> list[CandidateScore]:
-    """Scores of decoded candidates; clips frame by frame when every side is a clip."""
+                  framing=None, region=None) -> list[CandidateScore]:
+    """Scores of decoded candidates; clips frame by frame when every side is a clip. `framing`
+    (`views.Framing`) defaults to frame A's own."""
     clips = [c for c in candidates if c.frames is not None]
     if not clips or ref_a.frames is None or ref_b.frames is None:
-        return compare.score(compare.prepare(ref_a, ref_b, part, region=region), candidates)
+        return compare.score(compare.prepare(ref_a, ref_b, part, framing, region=region), candidates)
     if len(clips) != len(candidates):
         raise RenderCompareScorerError("some candidates are clips (frames) and some are not; score them separately")
     count = len(ref_a.frames)
     for what, frames in [("frame B", ref_b.frames), *((f"candidate {i}", c.frames) for i, c in enumerate(candidates))]:
         if len(frames) != count:
             raise RenderCompareScorerError(f"{what} has {len(frames)} frames, frame A has {count}")
+    if framing is None:  # one framing for the whole clip: frame A's first frame
+        from maskscore_core.views import framing_of
+
+        framing = framing_of(compare.renderer.check(ref_a.frames[0], "frame A"))
     per_candidate: list[list[CandidateScore]] = [[] for _ in candidates]
     for t in range(count):
-        prepared = compare.prepare(_frame(ref_a, t), _frame(ref_b, t), part, region=region)
+        prepared = compare.prepare(_frame(ref_a, t), _frame(ref_b, t), part, framing, region=region)
         frame_scores = compare.score(prepared, [_frame(c, t) for c in candidates])
         for i, s in enumerate(frame_scores):
             per_candidate[i].append(s)
     results = []
     for cand, scores in zip(candidates, per_candidate):
         mean = _mean_scores(scores)
-        if cand.activations is not None and ref_b.activations is not None:
-            mean = _add_activation(mean, cand.activations, ref_b.activations)
+        if cand.activations is not None and ref_b.activations is not None and ref_a.activations is not None:
+            mean = _add_activation(mean, cand.activations, ref_a.activations, ref_b.activations)
         results.append(mean)
     return results
 
 
-def _add_activation(score: CandidateScore, activations, reference_activations) -> CandidateScore:
-    """Fold the face activation agreement into instruction_following, as RenderCompare does."""
+def _add_activation(score: CandidateScore, activations, activations_a, activations_b) -> CandidateScore:
+    """Fold the face activation agreement into instruction_following, as RenderCompare does:
+    instruction_following is recomputed from the frames' mean distances plus the activation's."""
     from maskscore_core import render_compare as rc
     from maskscore_core.speech import agreement
 
-    distance = float(agreement.distance(np.asarray(activations), np.asarray(reference_activations)))
-    if_distances = {k.split(".", 1)[1]: v for k, v in score.distances.items() if k.startswith("if.")}
-    cons_distances = {k.split(".", 1)[1]: v for k, v in score.distances.items() if k.startswith("cons.")}
-    if_distances["activation"] = distance
-    instruction_following = rc.combine(if_distances)
-    consistency = rc.combine(cons_distances)
-    weights = rc.OVERALL_WEIGHTS
-    overall = (weights["instruction_following"] * instruction_following + weights["consistency"] * consistency) / sum(
-        weights.values()
-    )
-    distances = dict(score.distances)
-    distances["if.activation"] = distance
-    return CandidateScore(instruction_following, consistency, overall, dict(sorted(distances.items())))
+    def part_of(prefix: str) -> dict[str, float]:
+        return {k.split(".", 1)[1]: v for k, v in score.distances.items() if k.startswith(prefix + ".")}
+
+    follow, rest = part_of("if"), part_of("cons")
+    references, halfway = part_of(rc.REFERENCE_PREFIX), part_of(rc.HALFWAY_PREFIX)
+    follow["activation"] = float(agreement.distance(np.asarray(activations), np.asarray(activations_b)))
+    references["activation"], halfway["activation"] = rc.activation_references(activations_a, activations_b)
+    return rc.scores_of({"instruction_following": follow, "consistency": rest}, references, halfway)
 
 
 @hookimpl
@@ -153,4 +154,8 @@ def score(scorer, instance, candidates, ctx):
     decoded = [
         plugins.call("decode_to_mesh", modality, asset=c.asset, instance=instance, ctx=ctx) for c in candidates
     ]
-    return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded, region=mask.region)
+    # Every mesh of the row is framed on frame A's subject at rest, as the depth modality's maps are.
+    from maskscore_core.views import subject_framing
+
+    framing = subject_framing(instance.a.state.phenotype)
+    return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, region=mask.region)

@@ -15,6 +15,7 @@ import attrs
 from .. import limits, plugins
 
 DEFAULT_WEIGHTS = "default"
+METRIC_SCORER = "render-compare"  # builtins.render_compare_scorer.NAME
 
 
 class ScorerConfigError(ValueError):
@@ -22,7 +23,9 @@ class ScorerConfigError(ValueError):
 
 
 def scorer_version(name: str) -> str:
-    """'distribution==version' of the plugin that provides scorer `name`."""
+    """'distribution==version' of the plugin that provides scorer `name`; for the built-in
+    render-compare metric also its formulas' revision (`render_compare.METRIC_VERSION`), so
+    scores of an older metric are re-scored, never mixed with the new ones."""
     try:
         registered = plugins.lookup("scorer", name)
     except plugins.DuplicateNameError as err:
@@ -31,7 +34,12 @@ def scorer_version(name: str) -> str:
         raise ScorerConfigError(
             f"no installed scorer plugin provides {name!r}; installed scorers: {', '.join(plugins.names('scorer'))}"
         ) from None
-    return f"{registered.distribution}=={registered.version}"
+    version = f"{registered.distribution}=={registered.version}"
+    if name == METRIC_SCORER:  # the core's own metric: its formulas change within one core release
+        from ..render_compare import METRIC_VERSION
+
+        version += f"+metric.{METRIC_VERSION}"
+    return version
 
 
 @attrs.frozen

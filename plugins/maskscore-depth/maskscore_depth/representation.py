@@ -50,10 +50,13 @@ def check(depth, ctx, what: str = "depth") -> np.ndarray:
 
 
 def render_depth(target: Target, ctx) -> np.ndarray:
-    """The depth channel of the Mitsuba render of the target's reference mesh, every view."""
+    """The depth channel of the Mitsuba render of the target's reference mesh, every view, framed
+    on its subject's head at rest (`views.subject_framing`), as render-and-compare frames a row."""
     from maskscore_core.render import get_renderer
+    from maskscore_core.views import subject_framing
 
-    vertices = get_reference_mesh().vertices([target.state])[0]
+    state = target.state
+    vertices = subject_framing(state.phenotype).apply(get_reference_mesh().vertices([state])[0])
     return get_renderer(view_config(ctx)).render(vertices, what=f"mesh of {target.label}").depth
 
 
