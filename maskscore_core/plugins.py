@@ -39,8 +39,7 @@ BUILTIN_MODULES = (
     "maskscore_core.builtins.speakingfaces_source",
 )
 
-# Which kind of registered name each operation hook is dispatched on, and the argument holding
-# it. The old-style hooks (before registered modalities) are dispatched the same way.
+# Which kind of registered name each operation hook is dispatched on, and the argument holding it.
 HOOK_KIND = {
     "extract": ("source", "source"),
     "edit": ("editor", "editor"),
@@ -48,13 +47,15 @@ HOOK_KIND = {
     "mask_part": ("modality", "modality"),
     "score": ("scorer", "scorer"),
     "train": ("trainer", "trainer"),
-    # old style, until every plugin registers Modality objects
-    "encode": ("modality", "modality"),
-    "decode_reference": ("modality", "modality"),
-    "write_asset": ("modality", "asset"),
-    "read_asset": ("modality", "modality"),
-    "reward_row": ("modality", "modality"),
-    "ladder_levels": ("modality", "modality"),
+}
+# Modality methods `call` also reaches by name (their names when they were hooks), so that an
+# error they raise names the distribution too: name -> (argument holding the modality, method).
+MODALITY_METHODS = {
+    "encode": ("modality", "encode"),
+    "decode_reference": ("modality", "decode_reference"),
+    "write_asset": ("asset", "write"),
+    "read_asset": ("modality", "read"),
+    "reward_row": ("modality", "row"),
 }
 REGISTER_HOOKS = {
     "modality": "register_modalities",
@@ -226,7 +227,7 @@ def _invoke(impl, kwargs: dict):
 
 
 def _collect(pm: pluggy.PluginManager, plugin_name: str) -> list[Registration]:
-    """What one plugin registers (its register_* hooks, or its old-style plugin_info)."""
+    """What one plugin registers through its register_* hooks."""
     dist, version = _origins.get(plugin_name, ("?", "?"))
     found: list[Registration] = []
     for kind, hook in REGISTER_HOOKS.items():
@@ -244,16 +245,6 @@ def _collect(pm: pluggy.PluginManager, plugin_name: str) -> list[Registration]:
             found.append(Registration(kind, obj.name, obj, plugin_name, dist, version))
 
         _invoke(impl, {"register": register})
-    if not found and _own_impl(pm, "plugin_info", plugin_name) is not None:
-        from . import legacy
-
-        info = _invoke(_own_impl(pm, "plugin_info", plugin_name), {})
-        if not isinstance(info, PluginInfo):
-            raise registration.RegistrationError(f"plugin_info returned {type(info).__name__}, not a PluginInfo")
-        for name in info.provides:
-            obj = legacy.registered_object(info.kind, name, plugin_name)
-            obj.check()
-            found.append(Registration(info.kind, name, obj, plugin_name, dist, version))
     names = [(r.kind, r.name) for r in found]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -361,14 +352,20 @@ def duplicates() -> list[str]:
 
 
 def _name_of(hook: str, kwargs: dict) -> tuple[str, str]:
-    kind, argument = HOOK_KIND[hook]
+    if hook in MODALITY_METHODS:
+        kind, argument = "modality", MODALITY_METHODS[hook][0]
+    elif hook in HOOK_KIND:
+        kind, argument = HOOK_KIND[hook]
+    else:
+        raise ValueError(f"{hook!r} is no operation hook; expected one of: {', '.join([*HOOK_KIND, *MODALITY_METHODS])}")
     value = kwargs[argument]
     return kind, (value.modality if argument == "asset" else value)
 
 
 def call(hook: str, what: str | None = None, **kwargs):
     """Call `hook` on the plugin that registered the name it is asked about (the `source`,
-    `editor`, `scorer`, `modality` argument, or `asset.modality`).
+    `editor`, `scorer`, `modality` argument, or `asset.modality`); `what` is unused (older
+    callers name it). A `MODALITY_METHODS` name calls that method of the registered Modality.
 
     Raises NoPluginError when no plugin registered that name, or when its plugin does not
     implement the hook or returns nothing. An exception raised by the plugin passes through with
@@ -386,13 +383,16 @@ def call(hook: str, what: str | None = None, **kwargs):
     except NoPluginError:
         raise NoPluginError(f"no installed plugin answers {hook!r} for {name!r}; installed {kind}s: "
                             f"{', '.join(names(kind)) or 'none'}") from None  # fmt: skip
-    impl = _own_impl(pm, hook, reg.plugin)
-    if impl is None and hook in legacy_methods() and isinstance(reg.obj, registration.Modality) and not hasattr(reg.obj, "plugin"):
-        return getattr(reg.obj, legacy_methods()[hook])(**{k: v for k, v in kwargs.items() if k != "modality"})
-    if impl is None:
-        raise NoPluginError(f"{reg.origin()} registers the {kind} {name!r} but does not implement {hook!r}")
+    if hook in MODALITY_METHODS:
+        method = getattr(reg.obj, MODALITY_METHODS[hook][1])
+        run = lambda: method(**{k: v for k, v in kwargs.items() if k != "modality"})  # noqa: E731
+    else:
+        impl = _own_impl(pm, hook, reg.plugin)
+        if impl is None:
+            raise NoPluginError(f"{reg.origin()} registers the {kind} {name!r} but does not implement {hook!r}")
+        run = lambda: _invoke(impl, kwargs)  # noqa: E731
     try:
-        result = _invoke(impl, kwargs)
+        result = run()
     except Exception as err:
         note = f"raised by {hook!r} of {reg.origin()} for the {kind} {name!r}"
         if note not in getattr(err, "__notes__", ()):
@@ -401,12 +401,6 @@ def call(hook: str, what: str | None = None, **kwargs):
     if result is None:
         raise NoPluginError(f"{hook!r} of {reg.origin()} returned nothing for the {kind} {name!r}")
     return result
-
-
-def legacy_methods() -> dict[str, str]:
-    """Old-style hook -> the Modality method that now does its work (for callers not yet moved)."""
-    return {"encode": "encode", "decode_reference": "decode_reference", "write_asset": "write",
-            "read_asset": "read", "reward_row": "row"}  # fmt: skip
 
 
 def describe_error(err: BaseException) -> str:
@@ -433,9 +427,11 @@ def plugin_info(name: str) -> PluginInfo:
         raise NoPluginError(f"plugin {name!r} is not registered")
     regs = _collected[name]
     kinds = sorted({r.kind for r in regs})
+    if not kinds:
+        raise NoPluginError(f"plugin {name!r} registers nothing")
     if len(kinds) > 1:
         raise NoPluginError(f"plugin {name!r} registers several kinds ({', '.join(kinds)}); use list_plugins()")
-    return PluginInfo(kinds[0] if kinds else "modality", tuple(r.name for r in regs))
+    return PluginInfo(kinds[0], tuple(r.name for r in regs))
 
 
 def list_plugins() -> list[PluginRecord]:

@@ -43,9 +43,9 @@ FACIAL_ACTIONS = 52
 
 @attrs.frozen
 class PluginInfo:
-    """What a plugin says about itself for `maskscore list-plugins`."""
+    """What a plugin registered, for listings: its kind and the names (`plugins.plugin_info`)."""
 
-    kind: str = attrs.field(validator=attrs.validators.in_(("modality", "editor", "scorer", "source")))
+    kind: str = attrs.field(validator=attrs.validators.in_(("modality", "editor", "scorer", "source", "trainer")))
     provides: tuple[str, ...] = attrs.field(converter=tuple)
 
 

@@ -15,23 +15,13 @@ from click.testing import CliRunner
 from . import plugins
 from .cli import main
 
-# A modality plugin registers its Modality and answers the two operation hooks on modalities.
 # A modality plugin registers its Modality object and answers the two operation hooks for it.
 MODALITY_HOOKS = frozenset({"register_modalities", "decode_to_mesh", "mask_part"})
-# Plugins still in the per-hook style (maskscore_core.legacy) answer these instead.
-LEGACY_MODALITY_HOOKS = frozenset(
-    {"decode_reference", "decode_to_mesh", "encode", "mask_part", "plugin_info", "read_asset", "reward_row", "write_asset"}
-)
-OPTIONAL_LEGACY_HOOKS = frozenset({"ladder_levels"})
 
 
 def check_modality_hooks(hooks) -> None:
-    """Every modality hook, and nothing but modality hooks (of one style)."""
-    hooks = set(hooks)
-    if "register_modalities" in hooks:
-        assert hooks == MODALITY_HOOKS, sorted(hooks)
-    else:
-        assert LEGACY_MODALITY_HOOKS <= hooks <= LEGACY_MODALITY_HOOKS | OPTIONAL_LEGACY_HOOKS, sorted(hooks)
+    """Every modality hook, and nothing but modality hooks."""
+    assert set(hooks) == MODALITY_HOOKS, sorted(hooks)
 
 
 def _listed() -> dict[str, dict]:

@@ -1,7 +1,7 @@
 """Small, fast, real plugins for testing the dataset machinery (no tests in this module).
 
-They register toy versions of the eight design modalities (the real ones' tables, templates,
-task tables and ladder levels; assets are a body state flattened into a parameter vector, .npy
+They register toy versions of the eight design modalities (the real plugins' tables, templates,
+task tables and ladder levels, taken from their Modality classes; assets are a body state flattened into a parameter vector, .npy
 files or float lists), a `toy` source, an instance maker that makes the task types the plan asks
 for, a `toy-ladder` editor with the five rungs, a `toy-score` scorer (distance to frame B /
 frame A in parameter space) and a `toy-noisy` scorer (seeded noise, for Avg@N). Registered by
@@ -19,7 +19,7 @@ import numpy as np
 
 import pytest
 
-from maskscore_core import Editor, Modality, Scorer, Source, hookimpl, legacy, plugins, vocab
+from maskscore_core import Editor, Modality, Scorer, Source, hookimpl, plugins, vocab
 from maskscore_core.ladder import ladder_rungs
 from maskscore_core.records import (
     Asset,
@@ -90,23 +90,28 @@ class ToyModality(Modality):
         return {c: row[c] for c in columns}
 
 
-def _ladder_levels(name):
-    if name == "speech":
-        from maskscore_speech.representation import LADDER_LEVELS
+def _real_modalities() -> list[type]:
+    from maskscore_depth import Depth
+    from maskscore_keypoints import Keypoints
+    from maskscore_mesh import Mesh
+    from maskscore_multimodal import Multimodal
+    from maskscore_pose import Pose
+    from maskscore_speech import Speech
+    from maskscore_text import Text
+    from maskscore_video import Video
 
-        return LADDER_LEVELS
-    if name == "text":
-        from maskscore_text.representation import LADDER_LEVELS
+    return [Mesh, Pose, Keypoints, Depth, Video, Speech, Text, Multimodal]
 
-        return LADDER_LEVELS
-    return None
+
+DESCRIPTION = ("name", "table", "input_columns", "candidate_column", "template", "task_table", "ladder_levels",
+               "sequence", "pairs_by", "order")  # fmt: skip
 
 
 @hookimpl
 def register_modalities(register):
-    for name in legacy.ORDER:
-        attributes = {**legacy.design_attributes(name), "ladder_levels": _ladder_levels(name)}
-        register(type(f"Toy{name.title()}", (ToyModality,), attributes)())
+    for real in _real_modalities():
+        attributes = {attribute: getattr(real, attribute) for attribute in DESCRIPTION}
+        register(type(f"Toy{real.__name__}", (ToyModality,), attributes)())
 
 
 @hookimpl

@@ -41,7 +41,7 @@ def test_modality_plugins_come_from_their_own_distributions():
         assert record.distribution == f"maskscore-{modality}"
         assert record.kind == "modality" and record.provides == (modality,)
         assert record.version == "0.1.0" and record.error is None
-        assert "plugin_info" in record.hooks
+        assert record.hooks == ("decode_to_mesh", "mask_part", "register_modalities")
     assert sorted(plugins.providers("modality")) == sorted(MODALITIES)
 
 
@@ -92,12 +92,11 @@ def test_strict_mode_makes_a_broken_plugin_fatal(fake_site, monkeypatch):
 
 def test_a_hookimpl_without_a_hookspec_is_a_load_error(fake_site, monkeypatch):
     source = """
-        from maskscore_core import hookimpl
-        from maskscore_core.records import PluginInfo
+        from maskscore_core import Editor, hookimpl
 
         @hookimpl
-        def plugin_info():
-            return PluginInfo(kind="editor", provides=("typo",))
+        def register_editors(register):
+            register(Editor("typo"))
 
         @hookimpl
         def decode_to_mseh(asset, instance, ctx):
@@ -113,24 +112,22 @@ def test_a_hookimpl_without_a_hookspec_is_a_load_error(fake_site, monkeypatch):
 
 def test_a_working_third_party_plugin_is_listed_with_its_hooks(fake_site, monkeypatch):
     source = """
-        from maskscore_core import hookimpl
-        from maskscore_core.records import PluginInfo
+        from maskscore_core import Scorer, hookimpl
 
         @hookimpl
-        def plugin_info():
-            return PluginInfo(kind="scorer", provides=("constant-test",))
+        def register_scorers(register):
+            register(Scorer("constant-test"))
 
         @hookimpl
         def score(scorer, instance, candidates, ctx):
-            if scorer == "constant-test":
-                return ["answered"]
+            return ["answered"]
     """
     _fake_distribution(fake_site, "maskscore-fake-scorer", "maskscore_fake_scorer", source, version="2.3")
     monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "maskscore-fake-scorer")
     plugins.reset()
     (record,) = [r for r in plugins.list_plugins() if r.name == "fake_scorer"]
     assert (record.distribution, record.version, record.kind) == ("maskscore-fake-scorer", "2.3", "scorer")
-    assert record.hooks == ("plugin_info", "score")
+    assert record.hooks == ("register_scorers", "score")
     assert plugins.call("score", "constant-test", scorer="constant-test", instance=None, candidates=[], ctx=None) == [
         "answered"
     ]

@@ -13,14 +13,14 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from maskscore_core import hookimpl, plugins
+from maskscore_core import Scorer, hookimpl, plugins
 from maskscore_core.dataset import evaluate, protocol, reader
 from maskscore_core.dataset.evaluate import EvalError, ResultCache, ScorerConfig
 from maskscore_core.dataset.metrics import grade_row
 from maskscore_core.dataset.reader import DatasetReadError
 from maskscore_core.dataset.runner import run_build
 from maskscore_core.dataset.shard import register_plugin_modules
-from maskscore_core.records import CandidateScore, PluginInfo
+from maskscore_core.records import CandidateScore
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
@@ -50,13 +50,11 @@ class FixedScorer:
         self.calls = 0
 
     @hookimpl
-    def plugin_info(self):
-        return PluginInfo(kind="scorer", provides=("toy-fixed",))
+    def register_scorers(self, register):
+        register(Scorer("toy-fixed"))
 
     @hookimpl
     def score(self, scorer, instance, candidates, ctx):
-        if scorer != "toy-fixed":
-            return None
         self.calls += 1
         return [CandidateScore(*(FIXED[d][c.rung - 1] for d in ("instruction_following", "consistency", "overall")))
                 for c in candidates]
@@ -185,13 +183,11 @@ class FlakyScorer:
         self.calls = 0
 
     @hookimpl
-    def plugin_info(self):
-        return PluginInfo(kind="scorer", provides=("toy-flaky",))
+    def register_scorers(self, register):
+        register(Scorer("toy-flaky"))
 
     @hookimpl
     def score(self, scorer, instance, candidates, ctx):
-        if scorer != "toy-flaky":
-            return None
         self.calls += 1
         if not self.fixed:
             raise RuntimeError("toy-flaky is out of order")
