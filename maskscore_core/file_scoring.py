@@ -4,7 +4,10 @@ A file goes the way a dataset's table value goes: its modality's `read`, then th
 `decode_to_mesh` hook, then the render-and-compare metric (`render_compare_scorer.score_decoded`).
 Which modality reads a file is the one whose registered `suffixes` match it ("/frames.json": a
 folder holding that file), unless `modality` names it. Mesh files no modality claims (.glb, .ply,
-.obj on the reference topology) are the metric's own reference and are read by the core.
+.obj on the reference topology) are the metric's own reference and are read by the core. A
+modality whose table holds numbers rather than paths (keypoints, pose) reads an .npz file with
+one array named after it, or a .json file holding {"<modality>": [numbers]} (a plain list needs
+`modality`), and gets those numbers as its table value.
 
 There is no edit instance on disk here, so frames A and B are decoded like the candidates, and
 the instance the decoders receive holds ANNY's default body (every phenotype value 0.5) at rest:
@@ -23,6 +26,7 @@ from . import plugins
 from .records import BodyState, Decoded, EditInstance, EditInstruction, Subject, Target
 
 MESH_SUFFIXES = (".glb", ".ply", ".obj")
+NUMBER_SUFFIXES = (".npz", ".json")
 TIMELINE_FPS = 25.0
 
 
@@ -36,13 +40,44 @@ def _matches(path: Path, suffix: str) -> bool:
     return path.suffix.lower() == suffix.lower() and not path.is_dir()
 
 
+def _holds_numbers(modality) -> bool:
+    """Whether `modality`'s table values are numbers (a list of floats per candidate)."""
+    return modality.candidate_column.type == "list<list<float>>"
+
+
+def _number_arrays(path: Path) -> dict:
+    """The named arrays of an .npz file, or the object of a .json file ({} for a plain list)."""
+    import json
+
+    import numpy as np
+
+    try:
+        if path.suffix.lower() == ".npz":
+            with np.load(path, allow_pickle=False) as data:
+                return {name: data[name] for name in data.files}
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise FileScoringError(f"{path} cannot be read as {path.suffix.lower()}: {err}") from None
+    return loaded if isinstance(loaded, dict) else {}
+
+
 def modality_of(path: Path, preferred: str | None = None) -> str | None:
     """The modality that reads `path`: `preferred` when it does, else the one registered
-    modality whose suffixes match; None for a mesh file no modality claims."""
+    modality whose suffixes match (or whose name an .npz/.json of numbers uses); None for a mesh
+    file no modality claims."""
     path = Path(path)
-    if preferred is not None and any(_matches(path, s) for s in plugins.modality(preferred).suffixes):
+
+    def reads(m) -> bool:
+        if any(_matches(path, s) for s in m.suffixes):
+            return True
+        return _holds_numbers(m) and path.suffix.lower() in NUMBER_SUFFIXES and path.is_file()
+
+    if preferred is not None and reads(plugins.modality(preferred)):
         return preferred
-    readers = [m.name for m in plugins.modalities() if any(_matches(path, s) for s in m.suffixes)]
+    readers = [m.name for m in plugins.modalities() if reads(m)]
+    if len(readers) > 1 and path.suffix.lower() in NUMBER_SUFFIXES:
+        named = [m for m in readers if m in _number_arrays(path)]
+        readers = named or readers
     if len(readers) == 1:
         return readers[0]
     if not readers and path.suffix.lower() in MESH_SUFFIXES:
@@ -53,6 +88,28 @@ def modality_of(path: Path, preferred: str | None = None) -> str | None:
     if readers:
         raise FileScoringError(f"{path}: modalities {', '.join(readers)} all read this kind of file; choose one with --modality")
     raise FileScoringError(f"{path}: no installed modality reads this kind of file (known: {', '.join(known)}); name one with --modality")
+
+
+def numbers_of(path: Path, modality: str) -> list[float]:
+    """The table value an .npz/.json file of numbers holds for `modality`: its one array (or the
+    one named after the modality), flattened."""
+    import json
+
+    import numpy as np
+
+    arrays = _number_arrays(path)
+    if modality in arrays:
+        values = arrays[modality]
+    elif len(arrays) == 1:
+        (values,) = arrays.values()
+    elif path.suffix.lower() == ".json" and not arrays:
+        values = json.loads(path.read_text())
+    else:
+        raise FileScoringError(f"{path} holds {', '.join(sorted(arrays)) or 'nothing'}; expected one array named {modality!r}")
+    try:
+        return [float(v) for v in np.asarray(values, dtype=np.float64).ravel()]
+    except (TypeError, ValueError) as err:
+        raise FileScoringError(f"{path}: the {modality} values are not numbers: {err}") from None
 
 
 def _task_type(modality, part: str) -> str:
@@ -102,7 +159,10 @@ def _read(path: Path, modality: str | None, ctx):
         from .meshio import read_vertices
 
         return None, Decoded(vertices=read_vertices(path))
-    return plugins.modality(modality).read(str(path), None, ctx), None
+    m = plugins.modality(modality)
+    if _holds_numbers(m) and path.suffix.lower() in NUMBER_SUFFIXES:
+        return m.read(numbers_of(path, modality), None, ctx), None
+    return m.read(str(path), None, ctx), None
 
 
 def score_files(frame_a, frame_b, part: str, candidates, ctx, modality: str | None = None) -> dict:

@@ -89,7 +89,8 @@ class Modality(abc.ABC):
     # between them (and the accessories do not); "words", when what is said differs (a
     # representation that carries only words and voice).
     pairs_by: ClassVar[str] = "part"
-    suffixes: ClassVar[tuple[str, ...]] = ()  # file suffixes `read` takes (score --modality default)
+    # Files `read` takes (score's --modality default): ".glb", or "/frames.json" for a folder holding that file.
+    suffixes: ClassVar[tuple[str, ...]] = ()
     order: ClassVar[int | None] = None  # position in listings; None sorts after numbered ones by name
 
     @abc.abstractmethod
@@ -170,8 +171,8 @@ class Modality(abc.ABC):
                 raise RegistrationError(f"{what} task_table: {err}") from None
         if self.pairs_by not in ("part", "words"):
             raise RegistrationError(f"{what}: pairs_by must be 'part' or 'words', got {self.pairs_by!r}")
-        if not all(isinstance(s, str) and s.startswith(".") for s in self.suffixes):
-            raise RegistrationError(f"{what}: suffixes must be strings starting with '.', got {self.suffixes!r}")
+        if not all(isinstance(s, str) and len(s) > 1 and s[0] in "./" for s in self.suffixes):
+            raise RegistrationError(f"{what}: suffixes must be strings starting with '.' or '/', got {self.suffixes!r}")
 
 
 @attrs.frozen

@@ -72,3 +72,44 @@ def test_unknown_file_types_and_modalities_are_one_line(tmp_path):
     assert len(result.output.strip().splitlines()) == 1
     result, _ = _score("--modality", "smell", "--frame-a", odd, "--frame-b", odd, "--part", "mouth", odd)
     assert result.exit_code == 2 and "unknown modality 'smell'" in result.output
+
+
+def _numbers_file(modality, instance, tmp_path, suffix):
+    """Frames A and B as the numbers their table holds, in an .npz (one array named after the
+    modality) or a plain .json list."""
+    import numpy as np
+
+    ctx = small_context(tmp_path, views=2, resolution=32)
+    m = plugins.modality(modality)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for target in (instance.a, instance.b):
+        values = m.write(m.encode(target, ctx), tmp_path, target.label, ctx)
+        path = tmp_path / f"{modality}-{target.label}{suffix}"
+        np.savez(path, **{modality: np.asarray(values)}) if suffix == ".npz" else path.write_text(json.dumps(values))
+        paths.append(path)
+    return paths
+
+
+def test_clips_and_numbers_are_scored_through_their_plugin(tmp_path):
+    """A video clip folder is recognised by its frames.json; a pose .npz by its array's name; a
+    plain .json list of keypoints needs --modality."""
+    clips = [face_state(jawOpen=j) for j in (0.0, 0.1, 0.0)], [face_state(jawOpen=j) for j in (0.0, 0.8, 0.4)]
+    a, b = _write("video", unit_instance("video", "transition the mouth", "temporal_edit", *clips, fps=10.0), tmp_path / "video")
+    result, report = _score("--frame-a", a, "--frame-b", b, "--part", "mouth", b, a)
+    assert result.exit_code == 0, result.output
+    _check_b_beats_a(report, "video")
+
+    a, b = _numbers_file("pose", unit_instance("pose", "repose the mouth", "pose_change", face_state(), face_state(jawOpen=0.8)),
+                         tmp_path / "pose", ".npz")  # fmt: skip
+    result, report = _score("--frame-a", a, "--frame-b", b, "--part", "mouth", b, a)
+    assert result.exit_code == 0, result.output
+    _check_b_beats_a(report, "pose")
+
+    instance = unit_instance("keypoints", "refit the mouth landmarks", "expression_change", face_state(), face_state(jawOpen=0.8))
+    a, b = _numbers_file("keypoints", instance, tmp_path / "keypoints", ".json")
+    result, _ = _score("--frame-a", a, "--frame-b", b, "--part", "mouth", b, a)
+    assert result.exit_code == 1 and "all read this kind of file; choose one with --modality" in result.output
+    result, report = _score("--modality", "keypoints", "--frame-a", a, "--frame-b", b, "--part", "mouth", b, a)
+    assert result.exit_code == 0, result.output
+    _check_b_beats_a(report, "keypoints")

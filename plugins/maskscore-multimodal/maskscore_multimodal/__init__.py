@@ -35,6 +35,7 @@ class Multimodal(Modality):
     candidate_column = Column("output_candidates", "list<string>", "paths to candidate outputs")
     template = "match the {part} across modalities to frame B"
     task_table = {part: "cross_modal_compose" for part in edits.MOTION_PARTS}
+    suffixes = ("/manifest.json",)  # a folder of the two paths' files
     order = 7
 
     def encode(self, target, ctx):

@@ -68,6 +68,7 @@ class Video(Modality):
     # The motion parts, with the appearance task types on them: each frame carries its look.
     task_table = edits.with_appearance({part: "temporal_edit" for part in edits.MOTION_PARTS})
     sequence = True
+    suffixes = ("/frames.json",)  # a clip folder
     order = 4
 
     def encode(self, target, ctx):
