@@ -1,7 +1,7 @@
 """Edit instances: frame pairs A -> B of one subject where the target part really changed.
 
-Seed 000: "the edit is always: edit the {part} to match frame B. Frame A is the input, frame B
-is the target, both from the same subject." `make_instances` picks such pairs from trials and
+The design (docs/design.md, "Edits are frame pairs"): the edit is always "edit the {part} to
+match frame B"; frame A is the input, frame B the target, both of one subject. `make_instances` picks such pairs from trials and
 writes the instruction with the modality's template and a task type consistent with the part.
 
 A part "really differs" between two body states when at least one of these holds
@@ -82,7 +82,7 @@ MOTION_PARTS: tuple[str, ...] = ("mouth", "face", "eyebrow", "irides", "neck")
 # ANNY's eyes are sockets: a gaze (irides) edit leaves a depth map unchanged and moves surface
 # keypoints on the socket by a fraction of a millimetre, so those modalities take this table.
 WITHOUT_GAZE: dict[str, str] = {part: task for part, task in STATIC_TASKS.items() if part != "irides"}
-# Appearance task types (seed 000's lighting_change and skin_tone on Surface parts,
+# Appearance task types (the design's lighting_change and skin_tone on Surface parts,
 # background_change on Region parts) for the modalities whose representation carries a look
 # (`with_appearance`). A part's first task type is its geometric one (what an edit of the part is
 # when no task type is asked); the appearance ones are made when asked for

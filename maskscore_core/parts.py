@@ -106,7 +106,7 @@ def _actions(*prefixes: str) -> tuple[str, ...]:
     return tuple(n for n in FACIAL_ACTION_NAMES if n.startswith(prefixes))
 
 
-# Facial actions by ARKit prefix (seed 000's mapping).
+# Facial actions by ARKit prefix (docs/design.md, "Parts": each part maps to actions and bones).
 _ACTION_PREFIXES: dict[str, tuple[str, ...]] = {
     "front hair": (),
     "back hair": (),

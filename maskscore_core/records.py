@@ -50,7 +50,7 @@ class PluginInfo:
 
 
 # ---------------------------------------------------------------------------------------------
-# Appearance: what a body looks like beyond its shape (seed 000's lighting_change, skin_tone and
+# Appearance: what a body looks like beyond its shape (the design's lighting_change, skin_tone and
 # background_change). maskscore_core.appearance turns it into a shaded picture.
 
 MAX_LIGHT_INTENSITY = 4.0
@@ -254,7 +254,7 @@ class Asset:
 
 @attrs.frozen
 class Candidate:
-    """One candidate output. rung is its place on seed 000's ladder (1 best .. 5 worst),
+    """One candidate output. rung is its place on the design's ladder (1 best .. 5 worst),
     None for model outputs whose quality is not known in advance."""
 
     label: str

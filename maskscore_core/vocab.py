@@ -1,4 +1,4 @@
-"""The shared vocabularies of seed 000: parts, task types, dimensions.
+"""The shared vocabularies of the design (docs/design.md): parts, task types, dimensions.
 
 Every table, instruction and plugin speaks these names; keeping them in one module means a
 typo anywhere is caught by one lookup that names the valid choices. Modalities are not a
@@ -53,7 +53,7 @@ ACTIVE_FACE_PARTS: tuple[str, ...] = (
 # Part group of task types can be built.
 ACCESSORY_PARTS: tuple[str, ...] = ("headwear", "earwear", "eyewear", "neckwear")
 
-# Seed 000 announces "13 task types" but its table lists 14 names (3 + 4 + 3 + 4; EditScore's own
+# The design announces "13 task types" but its table lists 14 names (3 + 4 + 3 + 4; EditScore's own
 # groups hold 3 + 4 + 2 + 4 = 13). We keep every name the table gives rather than guess which one
 # to drop; docs/architecture.md records the discrepancy.
 TASK_GROUPS: dict[str, tuple[str, ...]] = {
@@ -65,7 +65,7 @@ TASK_GROUPS: dict[str, tuple[str, ...]] = {
 
 TASK_TYPES: tuple[str, ...] = tuple(t for group in TASK_GROUPS.values() for t in group)
 
-# Parts each group of task types edits (seed 000, "13 task types in 4 groups").
+# Parts each group of task types edits (docs/design.md, "Task types and dimensions").
 GROUP_PARTS: dict[str, tuple[str, ...]] = {
     "part": ("headwear", "earwear", "eyewear", "neckwear"),
     "surface": ("face", "mouth", "eyebrow", "irides", "nose"),

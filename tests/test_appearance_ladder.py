@@ -39,7 +39,7 @@ def test_modalities_without_a_look_never_list_the_appearance_tasks():
 @pytest.mark.slow
 @pytest.mark.parametrize("task", edits.APPEARANCE_TASK_TYPES)
 def test_ladder_is_recovered_for_appearance_edits(trials, ctx, tmp_path, task):
-    """Seed 000's ladder on overall (rung 1 > 2 > 3 > 4 > 5) for mesh edits of one look, and the
+    """The design's ladder on overall (rung 1 > 2 > 3 > 4 > 5) for mesh edits of one look, and the
     rows of every dimension validate against MeshEditReward."""
     instances = edits.make_instances(trials, "mesh", np.random.default_rng(1), INSTANCES_PER_TASK, [task] * INSTANCES_PER_TASK)
     for instance in instances:

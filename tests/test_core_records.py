@@ -89,7 +89,7 @@ def test_instruction_rejects_unknown_vocabulary():
 def test_vocabularies_match_the_design():
     assert len(vocab.PARTS) == 23 and len(set(vocab.PARTS)) == 23
     assert len(vocab.ACTIVE_FACE_PARTS) == 11 and set(vocab.ACTIVE_FACE_PARTS) <= set(vocab.PARTS)
-    # Seed 000 says "13 task types" but its table names 14 (3 + 4 + 3 + 4); we keep every name
+    # The design says "13 task types" but its table names 14 (3 + 4 + 3 + 4); we keep every name
     # the table gives (docs/architecture.md, 'Vocabularies').
     assert len(vocab.TASK_TYPES) == 14 and len(set(vocab.TASK_TYPES)) == 14 and len(vocab.TASK_GROUPS) == 4
     assert vocab.task_group("speech_edit") == "motion"

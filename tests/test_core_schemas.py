@@ -1,4 +1,4 @@
-"""The eight reward-table schemas hold seed 000's columns exactly and validate with clear errors;
+"""The eight reward-table schemas hold the design's columns exactly and validate with clear errors;
 schemas/ is generated from the registered modalities and kept current."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from maskscore_core import plugins, schemas
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Seed 000, "The eight stubs": the columns each table lists, in order.
+# The design's tables (docs/design.md, "Datasets and tables"): the columns each lists, in order.
 DESIGN_COLUMNS = {
     "TextEditReward": ["key", "instruction", "input_text", "conditioning_image", "output_texts"],
     "MeshEditReward": ["key", "instruction", "input_mesh", "conditioning_image", "output_meshes"],

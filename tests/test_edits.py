@@ -88,7 +88,7 @@ def test_instances_are_valid_same_subject_pairs(trials, modality):
         assert inst.a.subject == inst.b.subject
         assert inst.other is not None and inst.other.subject != inst.a.subject
         assert inst.trial_a.startswith(inst.a.subject.subject_id) and inst.trial_b.startswith(inst.b.subject.subject_id)
-        # the task type is the table's, and its group edits this part (seed 000's table)
+        # the task type is the table's, and its group edits this part (docs/design.md's table)
         assert task in edits.task_types(modality)
         assert part in vocab.GROUP_PARTS[vocab.task_group(task)]
         if edits.is_sequence(modality):

@@ -112,7 +112,7 @@ def test_activation_agreement_joins_instruction_following(small):
     assert "cons.activation" not in s_agree.distances
 
 
-# The design's ladder (seed 000): frame B's part > interpolation > partial edit > wrong part
+# The design's ladder (docs/design.md): frame B's part > interpolation > partial edit > wrong part
 # edited > wrong subject. Expected per dimension (docs/metric.md):
 # - overall: strictly 1 > 2 > 3 > 4 > 5;
 # - instruction_following: 1 > 2 > 3 > 4 (rung 4 leaves the part as in frame A), 5 below 3

@@ -1,6 +1,6 @@
 """Built-in editor plugin `frame-pair`: the ladder rungs of an instance, encoded in a modality.
 
-Seed 000's candidates are graded executions of the edit built from real frames (maskscore_core.
+The design's candidates (docs/design.md, "The ladder") are graded executions of the edit built from real frames (maskscore_core.
 ladder: every rung its modality makes); each rung's Target is encoded by the registered modality
 (`Modality.encode`), so the editor works for every modality, including third-party ones.
 """

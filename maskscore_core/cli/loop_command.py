@@ -1,4 +1,4 @@
-"""`maskscore loop --out DIR`: the self-supervised loop of seed 000, stages 1-4, small, in one run.
+"""`maskscore loop --out DIR`: the self-supervised loop of docs/design.md, stages 1-4, small, in one run.
 
 1. train the native editor by masked-part reconstruction (`train` hook, trainer native-flow);
 2. build a reward-train set and a bench of held-out subjects with the frame-pair ladder scored

@@ -17,7 +17,7 @@ S subject (1..142), T trial (1, 2), 2 = the speaking session, P camera position 
 id, F frame number; video runs at 28 frames per second and ships as numbered PNG frames. One
 MaskScore trial is one utterance: (S, T, P, C).
 
-The seven extraction steps of seed 000 per utterance (`extract_utterance`):
+The seven extraction steps of docs/design.md per utterance (`extract_utterance`):
 1. representative frame: the frame whose mouth opening (inner-lip gap over eye distance, from
    the detected landmarks) is the median of the clip (lower median; ties by frame order);
 2. ANNY SOMA fit to its landmarks (`landmark_fit`), then every `fit_stride`-th frame

@@ -1,6 +1,6 @@
 """The depth modality's representation: per-view depth maps (N, H, W) float32, one .exr file.
 
-Depth is the mesh rendered to a depth buffer (seed 000): encoding a target renders its reference
+Depth is the mesh rendered to a depth buffer (docs/design.md): encoding a target renders its reference
 mesh with Mitsuba on the run's sphere_hammersley_sequence views, and a depth candidate is
 compared with the depth channel of the reference render directly, so decoding only checks that
 the maps fit the run's views. Values are metres along each camera ray, 0 off the mesh.

@@ -1,4 +1,4 @@
-"""The depth reward table (seed 000's DepthEditReward columns): file paths relative to the dataset root.
+"""The depth reward table (docs/design.md's DepthEditReward columns): file paths relative to the dataset root.
 
 Row layout, checks and paths are the core's (`maskscore_core.reward_tables`); this module only
 names the depth table's own input column.

@@ -1,5 +1,5 @@
-"""Keypoint displacements -> a displacement of the mesh's vertices (seed 000: "displace mesh
-vertices at the keypoint locations, re-render"), by one sparse least-squares solve.
+"""Keypoint displacements -> a displacement of the mesh's vertices (docs/design.md: displace
+the vertices at the keypoint locations, re-render), by one sparse least-squares solve.
 
 Each keypoint is a triangle and barycentric coordinates (`keypoint_set`), so the displacement of
 the surface point it names is the barycentric blend of its triangle's corner displacements. The

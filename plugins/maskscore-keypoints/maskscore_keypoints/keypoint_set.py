@@ -1,6 +1,6 @@
 """The fixed keypoint set: surface points of the reference mesh, named by face and barycentrics.
 
-A keypoint is a point ON the mesh surface (seed 000: keypoints are not free-floating landmarks),
+A keypoint is a point ON the mesh surface (docs/design.md: keypoints are not free-floating landmarks),
 so it is stored as (triangle index, barycentric coordinates) on the reference topology; its xyz
 on any body state is the barycentric blend of that triangle's corners. The set is the same for
 every subject, frame and dataset:

@@ -1,7 +1,7 @@
 """The keypoints modality's representation: xyz of the fixed surface keypoint set, (K, 3).
 
 Body keypoints drive a vertex displacement solved over the surface (`deform`); accessory
-keypoints pin the vertex they sit on (see `keypoint_set`). The table column holds the xyz flattened (seed 000: "surface point coordinates"); which triangle
+keypoints pin the vertex they sit on (see `keypoint_set`). The table column holds the xyz flattened (docs/design.md: "surface point coordinates"); which triangle
 and barycentrics each point belongs to is fixed by `keypoint_set` (asset meta in memory,
 `keypoint_set.json` next to the assets on disk). Decoding applies a candidate's keypoints to
 frame A: each keypoint's displacement from its place on frame A's mesh moves the mesh's

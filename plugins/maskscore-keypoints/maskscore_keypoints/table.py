@@ -1,4 +1,4 @@
-"""The keypoints reward table (seed 000's KeypointEditReward columns).
+"""The keypoints reward table (docs/design.md's KeypointEditReward columns).
 
 Keypoints are stored in the table itself (lists of floats); the conditioning image is a file under the
 dataset root. Row layout and checks are the core's (`maskscore_core.reward_tables`).

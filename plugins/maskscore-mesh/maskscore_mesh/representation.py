@@ -1,6 +1,6 @@
 """The mesh modality's representation: reference-mesh vertices in memory, a .glb file on disk.
 
-The mesh is the root representation (seed 000): every other geometric modality is a projection
+The mesh is the root representation (docs/design.md): every other geometric modality is a projection
 of it, so encoding is just evaluating the reference mesh and decoding is validating it.
 
 A mesh also carries its look when the frame has one (`records.Appearance`: the appearance task

@@ -1,4 +1,4 @@
-"""The mesh reward table (seed 000's MeshEditReward columns): file paths relative to the dataset root.
+"""The mesh reward table (docs/design.md's MeshEditReward columns): file paths relative to the dataset root.
 
 Row layout, checks and paths are the core's (`maskscore_core.reward_tables`); this module only
 names the mesh table's own input column.

@@ -42,7 +42,7 @@ import attrs
 from maskscore_core import edits, vocab
 from maskscore_core.records import EditInstance
 
-# Seed 000's derivation paths that have a decoder to the mesh. "image" is not among them: turning
+# The design's derivation paths (docs/design.md) that have a decoder to the mesh. "image" is not among them: turning
 # pixels back into a mesh needs an image fitter, which MaskScore does not have (README.md).
 PATHS: tuple[str, ...] = ("depth", "keypoints", "pose", "speech", "text", "video")
 OUTPUT_PATHS: tuple[str, ...] = ("depth", "keypoints", "video")

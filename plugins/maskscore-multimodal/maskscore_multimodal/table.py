@@ -1,4 +1,4 @@
-"""The MultimodalEditReward row (seed 000's columns, in order; schemas/MultimodalEditReward.json).
+"""The MultimodalEditReward row (docs/design.md's columns, in order; schemas/MultimodalEditReward.json).
 
 input_data and output_candidates are the asset folders; before the row is written each folder
 gets its content realised in the row's modality (frame A in the input modality, candidates in

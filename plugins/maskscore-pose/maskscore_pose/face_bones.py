@@ -1,7 +1,7 @@
 """The facial actions SOMA bones can carry: jaw opening and sideways jaw (Jaw), eye gaze
 (LeftEye, RightEye).
 
-ANNY moves the face with 52 blendshape-like actions; a SOMA pose has only bones. Seed 000 asks
+ANNY moves the face with 52 blendshape-like actions; a SOMA pose has only bones. The design asks
 pose edits to "repose the {part} to frame B's expression", so the pose modality carries the part
 of the expression that is a bone rotation, with the project's one mapping between the two
 (`maskscore_core.speech.agreement`: jawOpen pitches the jaw by JAW_OPEN_RAD per unit, and so on):

@@ -5,7 +5,7 @@ only. The part of the expression a bone can carry (jaw opening and side, eye gaz
 the face bones Jaw, LeftEye and RightEye (`face_bones`). Decoding reads those back into actions,
 then runs ANNY's forward kinematics and skinning with everything a pose cannot carry (the
 subject's phenotype, frame A's other facial actions, accessories, part scales) taken from frame A
-of the edit, so the score sees exactly what the bones changed, through the render (seed 000:
+of the edit, so the score sees exactly what the bones changed, through the render (docs/design.md:
 no rotation geodesic as the score).
 """
 

@@ -1,4 +1,4 @@
-"""The pose reward table (seed 000's PoseEditReward columns).
+"""The pose reward table (docs/design.md's PoseEditReward columns).
 
 Poses are stored in the table itself (lists of floats); the conditioning image is a file under the
 dataset root. Row layout and checks are the core's (`maskscore_core.reward_tables`).

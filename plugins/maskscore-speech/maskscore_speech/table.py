@@ -1,4 +1,4 @@
-"""The SpeechEditReward row (seed 000's columns, in order; see schemas/SpeechEditReward.json),
+"""The SpeechEditReward row (docs/design.md's columns, in order; see schemas/SpeechEditReward.json),
 and where the speech files go: paths relative to the dataset root. Row layout, checks and paths
 are the core's (`maskscore_core.reward_tables`).
 """

@@ -1,4 +1,4 @@
-"""The TextEditReward row (seed 000's columns, in order; see schemas/TextEditReward.json).
+"""The TextEditReward row (docs/design.md's columns, in order; see schemas/TextEditReward.json).
 
 Transcripts are stored in the table itself (input_text, output_texts). `write_asset` also
 keeps each one as `<name>.txt` under the dataset's assets (so every modality's assets are files

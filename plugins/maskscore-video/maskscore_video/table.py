@@ -1,4 +1,4 @@
-"""The VideoEditReward row (seed 000's columns, in order; see schemas/VideoEditReward.json)."""
+"""The VideoEditReward row (docs/design.md's columns, in order; see schemas/VideoEditReward.json)."""
 
 from __future__ import annotations
 
