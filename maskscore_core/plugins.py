@@ -115,6 +115,8 @@ class Registration:
     version: str
 
     def origin(self) -> str:
+        if self.distribution == "?":  # registered at run time (BuildConfig.plugin_modules, tests)
+            return f"plugin {self.plugin!r} (no distribution)"
         return f"{self.distribution} {self.version} (plugin {self.plugin!r})"
 
 

@@ -171,6 +171,7 @@ def test_failures_are_reported_never_scored_never_cached(bench, fixed, tmp_path)
     assert lines and all("scores" in r and "error" not in r for r in lines)  # only the instances it scored
     broken = report["failures"]
     assert broken and all("cannot score part_add" in f for f in broken)
+    assert all("raised by 'score' of plugin 'test_build_fixtures'" in f for f in broken)  # who failed
     assert len(broken) + len(lines) == report["instances"] == 24
     assert report["dimensions"]["overall"]["failed_rows"] == len(broken)
 

@@ -125,7 +125,7 @@ def score_bench(root: Path, config: ScorerConfig, cache: ResultCache, modalities
                 except DatasetReadError:
                     raise  # the bench is broken, not the scorer: no record, stop
                 except Exception as err:  # noqa: BLE001 - a scorer's failure is reported, never cached
-                    record["error"] = f"{type(err).__name__}: {err}"
+                    record["error"] = plugins.describe_error(err)  # names the plugin that raised it
                 if "scores" in record:
                     cache.append(record)
             results[(modality, key)] = record

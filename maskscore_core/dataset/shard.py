@@ -214,7 +214,7 @@ def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
         try:
             rows.extend(instance_rows(config, instance, temp_root, asset_dir, ctx))
         except Exception as err:
-            raise ShardError(f"{spec.split} {spec.modality} {spec.name}, instance {instance.key}: {type(err).__name__}: {err}") from err
+            raise ShardError(f"{spec.split} {spec.modality} {spec.name}, instance {instance.key}: {plugins.describe_error(err)}") from err
         sidecars[instance.key] = json.dumps(converter.unstructure(instance), sort_keys=True, indent=1) + "\n"
     shutil.rmtree(ctx.workdir)
     files = sorted(p for p in temp_root.rglob("*") if p.is_file())
