@@ -18,11 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("DRJIT_LIBLLVM_PATH", "/usr/lib/x86_64-linux-gnu/libLLVM.so.19.1")
-
-from maskscore_core.dataset.card import content_hash  # noqa: E402
-from maskscore_core.dataset.plan import BuildConfig  # noqa: E402
-from maskscore_core.dataset.runner import run_build  # noqa: E402
+from maskscore_core.dataset.card import content_hash
+from maskscore_core.dataset.plan import BuildConfig
+from maskscore_core.dataset.runner import run_build
 
 
 def measure(args, workers: int, root: Path) -> dict:

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("DRJIT_LIBLLVM_PATH", "/usr/lib/x86_64-linux-gnu/libLLVM.so.19.1")
 
-from maskscore_core.cli.loop_command import LOOP_SCORERS, candidates_per_second, pair_agreement  # noqa: E402
-from maskscore_core.dataset import evaluate  # noqa: E402
-from maskscore_core.dataset.reader import render_settings  # noqa: E402
+from maskscore_core.cli.loop_command import LOOP_SCORERS, candidates_per_second, pair_agreement
+from maskscore_core.dataset import evaluate
+from maskscore_core.dataset.reader import render_settings
 
 
 def main(argv=None) -> int:

@@ -3,13 +3,11 @@ not installed, and only the mesh modality loads beside it."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("DRJIT_LIBLLVM_PATH", "/usr/lib/x86_64-linux-gnu/libLLVM.so.19.1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
