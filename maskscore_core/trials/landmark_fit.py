@@ -480,36 +480,70 @@ def landmark_bias(neutral: Landmarks2D, state: BodyState, camera, camera_positio
 # The linear face: the anchored points of one subject as a cheap, exact-enough function
 
 
+# The bones a linear face turns, root first: the neck's two bones and the head.
+LINEAR_BONES: tuple[str, ...] = ("Neck1", "Neck2", "Head")
+
+
 @attrs.frozen
 class LinearFace:
     """Anchored points of one subject (reference mesh: facial actions kept off the skull):
 
-        rest(x) = base + sum_a x_a deltas[a]                         (facial actions x)
-        posed   = rest(x) + head_weight * (R - I) (rest(x) - joint)    (Head rotation R)
+        rest(x) = base + sum_a x_a deltas[a]                             (facial actions x)
+        posed   = (1 - sum_b w_b) rest(x) + sum_b w_b T_b rest(x)        (b in LINEAR_BONES)
 
-    Why it holds: facial actions are blendshapes, linear in the rest mesh (measured: jawOpen at
-    0.5 is half of jawOpen at 1 to 0.03 mm), and a Head rotation (SOMA's axis-angle is in world
-    axes at rest) turns every vertex about the Head joint by its skinning weight on the head's
-    bones. Against the reference mesh of jaw 0.5 with the head turned 0.28 rad: within 0.3 mm."""
+    T_b turns about the bones' joints down the chain (T_Head = T_Neck1 T_Neck2 R_Head about its
+    joint); w_b is each point's skinning weight on bone b and the bones it carries (the jaw and
+    eyes ride on the head). Why it holds: facial actions are blendshapes, linear in the rest mesh
+    (jawOpen at 0.5 is half of jawOpen at 1 to 0.03 mm), and SOMA's axis-angles are in world
+    axes at rest, so this is anny's own linear blend skinning for a pose of these three bones
+    (measured on the face: within 0.004 mm of anny's forward pass; with the reference mesh's
+    skull hold and jawOpen 0.5, within 0.3 mm)."""
 
     base: np.ndarray = attrs.field(eq=False)
     deltas: np.ndarray = attrs.field(eq=False)
-    head_weight: np.ndarray = attrs.field(eq=False)
-    joint: np.ndarray = attrs.field(eq=False)
+    bone_weights: np.ndarray = attrs.field(eq=False)  # (K, 3) on LINEAR_BONES
+    joints: np.ndarray = attrs.field(eq=False)  # (3, 3) joint positions at rest
 
-    def points(self, actions: torch.Tensor, rotvec: torch.Tensor, extra=None) -> torch.Tensor:
-        """(K, 3) posed anchored points for actions (52,) and a Head rotation (3,); `extra`
-        (K, 3) moves the resting points first (the detector's response)."""
+    def points(self, actions: torch.Tensor, rotvecs: torch.Tensor, extra=None) -> torch.Tensor:
+        """(K, 3) posed anchored points for actions (52,) and LINEAR_BONES' rotations (3, 3);
+        `extra` (K, 3) moves the resting points first (the detector's response)."""
         base, deltas = torch.as_tensor(self.base), torch.as_tensor(self.deltas)
         rest = base + torch.einsum("a,akd->kd", actions, deltas)
         if extra is not None:
             rest = rest + extra
-        turn = _rotation(rotvec) - torch.eye(3, dtype=rest.dtype)
-        moved = (rest - torch.as_tensor(self.joint)) @ turn.T
-        return rest + torch.as_tensor(self.head_weight)[:, None] * moved
+        weights, joints = torch.as_tensor(self.bone_weights), torch.as_tensor(self.joints)
+        rotation = torch.eye(3, dtype=rest.dtype)
+        shift = torch.zeros(3, dtype=rest.dtype)
+        posed = rest * (1.0 - weights.sum(dim=1, keepdim=True))
+        for b in range(len(LINEAR_BONES)):
+            local = _rotation(rotvecs[b])
+            # compose: x -> rotation (local (x - j) + j) + shift
+            shift = rotation @ (joints[b] - local @ joints[b]) + shift
+            rotation = rotation @ local
+            posed = posed + weights[:, b : b + 1] * (rest @ rotation.T + shift)
+        return posed
 
 
 _linear_faces: dict = {}
+
+
+def _chain_weights(body, anchors: MeshAnchors) -> np.ndarray:
+    """(K, 3) each anchored point's skinning weight carried by each of LINEAR_BONES (a bone's
+    weight counts for the nearest of them at or above it in the skeleton)."""
+    weights, bones = body.skinning()
+    parents = list(body.torch_model.bone_parents)
+    chain = [body.bone_index(name) for name in LINEAR_BONES]
+
+    def group(j):
+        while j is not None and j >= 0:
+            if j in chain:
+                return chain.index(j)
+            j = parents[j]
+        return -1
+
+    groups = np.array([group(j) for j in range(len(body.bone_names))])
+    per_vertex = np.stack([(weights * (groups[bones] == k)).sum(axis=1) for k in range(len(chain))], axis=1)
+    return np.einsum("kcb,kc->kb", per_vertex[anchors.vertex_ids], anchors.weights)
 
 
 def linear_face(phenotype: dict[str, float], anchors: MeshAnchors) -> LinearFace:
@@ -525,9 +559,8 @@ def linear_face(phenotype: dict[str, float], anchors: MeshAnchors) -> LinearFace
         posed = get_reference_mesh().anny_posed(states)
         corners = posed["vertices"][:, anchors.vertex_ids]  # (1 + A, K, 3, 3)
         points = np.einsum("skcd,kc->skd", corners, anchors.weights)
-        head = body.bone_index("Head")
-        weights = np.einsum("kc,kc->k", body.head_weights[anchors.vertex_ids], anchors.weights)
-        _linear_faces[key] = LinearFace(points[0], points[1:] - points[0], weights, posed["bone_poses"][0][head][:3, 3].copy())
+        joints = np.stack([posed["bone_poses"][0][body.bone_index(name)][:3, 3] for name in LINEAR_BONES])
+        _linear_faces[key] = LinearFace(points[0], points[1:] - points[0], _chain_weights(body, anchors), joints)
     return _linear_faces[key]
 
 
@@ -547,9 +580,12 @@ class FitConfig:
     keep actions no landmark sees (tongue, eye gaze) from drifting; action_sparsity: an L1 pull
     that settles antagonists (browDown against browOuterUp) at the smaller pair of values.
     fix_camera: keep the rig origin where `camera_position` puts it (a known camera).
-    linear: use the subject's `LinearFace` instead of anny's forward pass in every step (head
-    rotation only, phenotype fixed): about a thousand times cheaper a step, within 0.4 mm.
+    linear: use the subject's `LinearFace` instead of anny's forward pass in every step (bones
+    among LINEAR_BONES, phenotype fixed): about a thousand times cheaper a step, within 0.4 mm.
     use_response: with `linear`, add the anchors' measured detector response (`MeshAnchors.response`).
+    chain_shares: with `linear` and bones = LINEAR_BONES, fit one turn of the head and share it
+    out over the bones in these proportions (the built-in source's 0.4 / 0.3 / 0.3: a neck bends
+    with the head), instead of three free rotations that face landmarks cannot tell apart.
     """
 
     bones: tuple[str, ...] = ("Head",)
@@ -564,19 +600,19 @@ class FitConfig:
     fix_camera: bool = False
     linear: bool = False
     use_response: bool = True
+    chain_shares: tuple[float, ...] | None = None
 
 
-# Facial actions a face-landmark detector can see: mouth, jaw opening, lids, brows, gaze. The
-# others (cheeks, nose, tongue, jaw sideways, dimples) move no fitted landmark much; left free they
-# would only soak up detector noise.
+# Facial actions a face-landmark detector can see: mouth, jaw opening, lids, brows. The others
+# (cheeks, nose, tongue, jaw sideways, dimples) move no fitted landmark much, and gaze (eyeLook*)
+# barely changes a picture of the SOMA mesh, whose eyes are sockets without eyeballs (measured:
+# a gaze of 0.5 came back as 0); left free they would only soak up detector noise.
 PIXEL_ACTIONS: tuple[str, ...] = (
     "jawOpen", "mouthClose", "mouthFunnel", "mouthPucker", "mouthSmileLeft", "mouthSmileRight",
     "mouthStretchLeft", "mouthStretchRight", "mouthFrownLeft", "mouthFrownRight", "mouthLeft", "mouthRight",
     "mouthLowerDownLeft", "mouthLowerDownRight", "mouthUpperUpLeft", "mouthUpperUpRight",
     "eyeBlinkLeft", "eyeBlinkRight", "eyeWideLeft", "eyeWideRight", "eyeSquintLeft", "eyeSquintRight",
     "browDownLeft", "browDownRight", "browInnerUp", "browOuterUpLeft", "browOuterUpRight",
-    "eyeLookInLeft", "eyeLookInRight", "eyeLookOutLeft", "eyeLookOutRight",
-    "eyeLookUpLeft", "eyeLookUpRight", "eyeLookDownLeft", "eyeLookDownRight",
 )  # fmt: skip
 
 
@@ -592,7 +628,10 @@ class FitResult:
 
 # The fit of detected pixels (mediapipe-478 anchors): the visible actions only, with an L1 pull
 # that keeps antagonists from cancelling (values chosen on benchmarks/bench_landmark_fit.py).
-PIXEL_FIT = FitConfig(actions=PIXEL_ACTIONS, action_sparsity=1e-4, adam_steps=60, lbfgs_steps=150, linear=True)
+PIXEL_FIT = FitConfig(actions=PIXEL_ACTIONS, action_sparsity=3e-4, adam_steps=40, lbfgs_steps=100, linear=True)
+# With the camera known (frames a renderer drew), where the head sits tells the neck's bend too:
+# one turn of the head is fitted and shared out over the neck's two bones and the head.
+PIXEL_FIT_KNOWN_CAMERA = attrs.evolve(PIXEL_FIT, bones=LINEAR_BONES, fix_camera=True, chain_shares=(0.4, 0.3, 0.3))
 
 
 def _logit(p: float) -> float:
@@ -665,9 +704,7 @@ def _response_terms(anchors: MeshAnchors, body, active, bone_ids, config):
     table = dict(zip(anchors.response_params, torch.as_tensor(anchors.response)))
     zero = torch.zeros(len(anchors), 3, dtype=torch.float64)
     actions = torch.stack([table.get(body.action_names[a], zero) for a in active])
-    rotation = None
-    if tuple(config.bones) == ("Head",):
-        rotation = torch.stack([table.get(f"Head.{axis}", zero) for axis in "xyz"])
+    rotation = torch.stack([table.get(f"Head.{axis}", zero) for axis in "xyz"])
     return actions, rotation
 
 
@@ -683,7 +720,19 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
     start = np.clip(init.expression[active], 0.02, 0.98)
     raw_actions = torch.tensor([_logit(p) for p in start], dtype=torch.float64, requires_grad=True)
     base_actions = torch.as_tensor(init.expression, dtype=torch.float64)
-    rotations = torch.tensor(init.pose[bone_ids], dtype=torch.float64, requires_grad=True)
+    shares = None
+    if config.chain_shares is not None:
+        if not config.linear or tuple(config.bones) != LINEAR_BONES or len(config.chain_shares) != len(LINEAR_BONES):
+            raise LandmarkFitError(f"chain_shares needs the linear face and bones {LINEAR_BONES}")
+        shares = torch.as_tensor(config.chain_shares, dtype=torch.float64)[:, None]
+        turn = init.pose[bone_ids].sum(axis=0, keepdims=True)  # the head's whole turn
+        rotations = torch.tensor(turn, dtype=torch.float64, requires_grad=True)
+    else:
+        rotations = torch.tensor(init.pose[bone_ids], dtype=torch.float64, requires_grad=True)
+
+    def bone_rotations(rot):
+        """(len(bones), 3) rotations of config.bones from the fitted parameters."""
+        return rot if shares is None else shares * rot
     raw_pheno = torch.tensor(
         [_logit(min(max(float(pheno0[k][0]), 0.02), 0.98)) for k in body.phenotype_names],
         dtype=torch.float64,
@@ -705,18 +754,25 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
             return None
         action_rows, rotation_rows = response
         shift = torch.einsum("a,akd->kd", torch.sigmoid(raw_a), action_rows)
-        if rotation_rows is not None:
-            shift = shift + torch.einsum("c,ckd->kd", rot[0], rotation_rows)
+        if rotation_rows is not None:  # the head's whole turn: the chain's rotations summed
+            shift = shift + torch.einsum("c,ckd->kd", chain_rotations(rot).sum(dim=0), rotation_rows)
         return shift
 
     if config.linear:
-        if tuple(config.bones) != ("Head",) or config.fit_phenotype:
-            raise LandmarkFitError("the linear face fits the Head rotation alone with a fixed phenotype")
+        if not set(config.bones) <= set(LINEAR_BONES) or config.fit_phenotype:
+            raise LandmarkFitError(f"the linear face fits rotations of {LINEAR_BONES} with a fixed phenotype; asked for"
+                                   f" bones {config.bones}, fit_phenotype={config.fit_phenotype}")  # fmt: skip
         face = linear_face({k: float(v[0]) for k, v in pheno0.items()}, anchors)
+        chain_ids = [body.bone_index(name) for name in LINEAR_BONES]
+
+    def chain_rotations(rot):
+        pose = base_pose.clone()
+        pose[bone_ids] = bone_rotations(rot)
+        return pose[chain_ids]
 
     def points_of(raw_a, rot, raw_p):
         if config.linear:
-            return face.points(actions_of(raw_a), rot[0], detector_shift(raw_a, rot))
+            return face.points(actions_of(raw_a), chain_rotations(rot), detector_shift(raw_a, rot))
         pose = base_pose.clone()
         pose[bone_ids] = rot
         if config.fit_phenotype:
@@ -808,7 +864,7 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
         cam = cam0 + cam_unit * cam_delta
         pred = torch.stack([item.view.project(pts, cam) for item in views]).numpy()
         pose = init.pose.copy()
-        pose[bone_ids] = rotations.numpy()
+        pose[bone_ids] = bone_rotations(rotations).numpy()
         pheno_out = {k: float(torch.sigmoid(raw_pheno[i])) for i, k in enumerate(body.phenotype_names)}
         if not config.fit_phenotype:
             pheno_out = {k: float(pheno0[k][0]) for k in body.phenotype_names}
@@ -848,6 +904,8 @@ __all__ = [
     "MeshAnchors",
     "PIXEL_ACTIONS",
     "PIXEL_FIT",
+    "PIXEL_FIT_KNOWN_CAMERA",
+    "LINEAR_BONES",
     "PinholeCamera",
     "SPEAKINGFACES_CAMERA",
     "ViewCamera",

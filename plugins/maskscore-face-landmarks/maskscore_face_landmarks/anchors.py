@@ -5,7 +5,7 @@ and the two irises: what moves with the facial actions and the head. The face ov
 its points ride on the silhouette, so they slide over the surface as the head turns.
 
 The tie to the mesh is made once (`compute`): the default subject, neutral, is rendered from the
-front at 512 px with the default look (`records.Appearance`), the detector runs on the picture,
+front (`pixels.camera_target`: the middle of its face) at 512 px with the default look (`records.Appearance`), the detector runs on the picture,
 and each point's ray meets the triangle the render shows there (`landmark_fit.anchors_from_render`).
 The result is committed as `anchors.json` (so every machine fits with the same anchors);
 `python -m maskscore_face_landmarks.anchors` writes it again and tests/test_anchors.py checks
@@ -46,12 +46,13 @@ def selection() -> tuple[tuple[str, ...], tuple[int, ...]]:
     return tuple(names), tuple(indices)
 
 
-def frontal_view(resolution: int):
+def frontal_view(resolution: int, target="head"):
     """The one frontal camera the anchors (and the image modality's frames) are rendered from:
-    Hammersley sample 0 of 1 with u offset 0.5 sits at yaw 0, pitch 0 (as the video frames)."""
+    Hammersley sample 0 of 1 with u offset 0.5 sits at yaw 0, pitch 0 (as the video frames);
+    `target` the point it looks at (default: the default subject's head)."""
     from maskscore_core.views import ViewConfig
 
-    return ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0))
+    return ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0), target=target)
 
 
 def compute(detector=None) -> MeshAnchors:
@@ -63,8 +64,10 @@ def compute(detector=None) -> MeshAnchors:
 
     from .detector import FaceMeshDetector
 
+    from .pixels import camera_target
+
     detector = detector or FaceMeshDetector()
-    config = frontal_view(RESOLUTION)
+    config = frontal_view(RESOLUTION, camera_target(BodyState()))
     renderer = get_renderer(config)
     reference = get_reference_mesh()
     vertices = reference.vertices([BodyState()])[0]
@@ -102,9 +105,11 @@ def measure_response(anchors: MeshAnchors, detector=None) -> MeshAnchors:
 
     from .detector import FaceMeshDetector
 
+    from .pixels import camera_target
+
     detector = detector or FaceMeshDetector()
     body = get_body_model()
-    config = frontal_view(RESPONSE_RESOLUTION)
+    config = frontal_view(RESPONSE_RESOLUTION, camera_target(BodyState()))
     renderer = get_renderer(config)
     pose = renderer.poses[0]
     view = lf.ViewCamera.from_pose(pose, config.fov_deg, RESPONSE_RESOLUTION, RESPONSE_RESOLUTION)

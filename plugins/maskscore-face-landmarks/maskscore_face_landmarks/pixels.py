@@ -1,7 +1,10 @@
 """From pixels to an ANNY body state: detect the face, take off the detector's own offset, fit.
 
-Frames are seen by one known camera: the frontal camera the image and video modalities draw
-their frames with (`anchors.frontal_view`: 0.6 m from the head, 30 degrees). The detector does not
+Frames are seen by one known camera: the frontal camera the image modality draws its frames
+with (`anchors.frontal_view`: 0.6 m in front of the middle of the subject's own face, 30 degrees;
+heads of the phenotype range sit 0.50-0.78 m high, so a camera aimed at the default head would
+cut a short subject's chin off). The video modality's frames look at the default head (`subject_framed=False`).
+The detector does not
 put its points exactly on the anchors; how far off it is depends on the subject and the look, so
 it is measured on a neutral picture of the same subject with the same look and camera
 (`PixelFitter.bias`) and taken off every detection before the fit (`landmark_fit.landmark_bias`).
@@ -35,7 +38,27 @@ def neutral_state(state: BodyState) -> BodyState:
     return BodyState(phenotype=dict(state.phenotype), appearance=state.appearance)
 
 
-def picture(state: BodyState, resolution: int) -> np.ndarray:
+FACE_CENTRE_BELOW_EYES_M = 0.04  # from the eyes' centre down to the middle of brows-to-chin
+
+
+@functools.cache
+def _face_centre(phenotype: tuple) -> tuple[float, float, float]:
+    from maskscore_core.body import get_body_model
+
+    body = get_body_model()
+    bones = body.forward([BodyState(phenotype=dict(phenotype))])["bone_poses"][0]
+    centre = (bones[body.bone_index("LeftEye")][:3, 3] + bones[body.bone_index("RightEye")][:3, 3]) / 2.0
+    centre[1] -= FACE_CENTRE_BELOW_EYES_M
+    return tuple(round(float(x), 6) for x in centre)
+
+
+def camera_target(state: BodyState, subject_framed: bool = True):
+    """Where the frontal camera looks: the middle of the subject's own face at rest (its eyes'
+    centre, 4 cm lower), or the default subject's head ("head", as video frames are drawn)."""
+    return _face_centre(tuple(sorted(state.phenotype.items()))) if subject_framed else "head"
+
+
+def picture(state: BodyState, resolution: int, subject_framed: bool = True) -> np.ndarray:
     """(H, W, 3) uint8 picture of `state` from the frontal camera, shaded with its look (the
     default look when it has none: the detector needs skin-like shading)."""
     from maskscore_core import appearance
@@ -43,16 +66,16 @@ def picture(state: BodyState, resolution: int) -> np.ndarray:
     from maskscore_core.render import get_renderer
 
     vertices = get_reference_mesh().vertices([state])[0]
-    result = get_renderer(frontal_view(resolution)).render(vertices)
+    result = get_renderer(frontal_view(resolution, camera_target(state, subject_framed))).render(vertices)
     return appearance.picture(result, state.appearance or Appearance())
 
 
 @functools.cache
-def frame_camera(resolution: int) -> tuple[lf.ViewCamera, np.ndarray]:
-    """The frontal camera as a fit view, and its centre (the rig origin)."""
+def frame_camera(resolution: int, target="head") -> tuple[lf.ViewCamera, np.ndarray]:
+    """The frontal camera looking at `target` as a fit view, and its centre (the rig origin)."""
     from maskscore_core.views import camera_poses
 
-    config = frontal_view(resolution)
+    config = frontal_view(resolution, target)
     pose = camera_poses(config)[0]
     return lf.ViewCamera.from_pose(pose, config.fov_deg, resolution, resolution), np.asarray(pose.origin)
 
@@ -67,10 +90,14 @@ def default_detector():
 class PixelFitter:
     """Detect and fit frames of one camera (`frame_camera(resolution)`)."""
 
-    def __init__(self, detector=None, config: lf.FitConfig | None = None) -> None:
+    def __init__(self, detector=None, config: lf.FitConfig | None = None, subject_framed: bool = True, draw=None) -> None:
+        """draw(state, resolution) -> picture: how the frames were drawn, for the neutral picture
+        (default `picture`); subject_framed: whether the camera looks at the subject's own head."""
         self.detector = detector or default_detector()
+        self.subject_framed = subject_framed
+        self.draw = draw or (lambda state, resolution: picture(state, resolution, subject_framed))
         self.anchors = self.detector.anchors()
-        self.config = config or attrs.evolve(lf.PIXEL_FIT, fix_camera=True)
+        self.config = config or lf.PIXEL_FIT_KNOWN_CAMERA
         self._biases: dict = {}
         self._lock = threading.Lock()
 
@@ -91,8 +118,8 @@ class PixelFitter:
         key = (tuple(sorted(neutral.phenotype.items())), repr(neutral.appearance), int(resolution))
         with self._lock:
             if key not in self._biases:
-                found = self.detect(picture(neutral, resolution), f"neutral picture of the subject ({resolution} px)")
-                view, origin = frame_camera(resolution)
+                found = self.detect(self.draw(neutral, resolution), f"neutral picture of the subject ({resolution} px)")
+                view, origin = frame_camera(resolution, camera_target(neutral, self.subject_framed))
                 self._biases[key] = lf.landmark_bias(found, neutral, view, origin, self.anchors)
             return self._biases[key]
 
@@ -102,7 +129,7 @@ class PixelFitter:
         phenotype and look (its neutral picture measures the detector's offset)."""
         landmarks = self.detect(image, where)
         resolution = int(np.asarray(image).shape[0])
-        view, origin = frame_camera(resolution)
+        view, origin = frame_camera(resolution, camera_target(subject, self.subject_framed))
         observed = lf.ViewLandmarks(landmarks, view, self.bias(subject, resolution))
         start = init if init is not None else neutral_state(subject)
         try:

@@ -1,0 +1,100 @@
+"""MaskScore's image modality plugin: RGB pictures of the face, read back to the ANNY mesh through
+a face-landmark detector and the landmark fit (see README.md). The Modality object and two
+hooks; the work lives in the modules."""
+
+from pathlib import Path
+
+from maskscore_core import Column, Modality, hookimpl
+from maskscore_core.records import Asset, PartMask
+from maskscore_core.registration import CONDITIONING_IMAGE
+from maskscore_core.reward_tables import conditioning_image, make_row, relative_to_root
+
+from . import representation
+from .decode import decode_frames
+from .representation import MODALITY, ImageError
+
+# What a face-landmark detector sees (lips, lids, brows, the head's pose), and the detector's
+# points each part is read from (mediapipe Face Mesh indices; the neck: the whole face). The
+# irides are not offered: ANNY's SOMA eyes are sockets, and a gaze barely changes the picture
+# (benchmarks/bench_landmark_fit.py: a gaze of 0.5 comes back as 0).
+VISIBLE_PARTS: dict[str, str] = {
+    "mouth": "expression_change",
+    "face": "expression_change",
+    "eyebrow": "expression_change",
+    "neck": "pose_change",
+}
+PART_LANDMARK_GROUPS: dict[str, tuple[str, ...]] = {
+    "mouth": ("lips_outer", "lips_inner", "chin"),
+    "eyebrow": ("brow_a", "brow_b"),
+    "face": ("lips_outer", "lips_inner", "chin", "eye_a", "eye_b", "brow_a", "brow_b", "nose", "iris_a", "iris_b"),
+    "neck": ("lips_outer", "lips_inner", "chin", "eye_a", "eye_b", "brow_a", "brow_b", "nose", "iris_a", "iris_b"),
+}
+
+
+class Image(Modality):
+    """One picture of the face from the frontal camera, drawn with the frame's look."""
+
+    name = MODALITY
+    table = "ImageEditReward"
+    input_columns = (Column("input_image", "string", "path to frame A's picture (.png)"), CONDITIONING_IMAGE)
+    candidate_column = Column("output_images", "list<string>", "paths to candidate pictures (.png, .jpg)")
+    template = "edit the {part} in the picture to match frame B"
+    task_table = VISIBLE_PARTS
+    suffixes = representation.SUFFIXES
+
+    def encode(self, target, ctx):
+        from maskscore_face_landmarks.pixels import picture
+
+        pixels = picture(target.state, representation.resolution(ctx))
+        return Asset(modality=MODALITY, data=pixels, meta={"label": target.label})
+
+    def decode_reference(self, instance, which, ctx):
+        """Frame A or B drawn as a picture and read back through the detector, as a candidate is."""
+        asset = self.encode(instance.frame(which), ctx)
+        return decode_frames([asset.data], instance, ctx, [f"frame {which.upper()} of {instance.key}"])[0]
+
+    def write(self, asset, directory, name, ctx):
+        path = representation.write(_pixels(asset), Path(directory) / f"{name}.png")
+        return relative_to_root(path, ctx)
+
+    def read(self, value, root, ctx):
+        return Asset(modality=MODALITY, data=representation.read(representation.resolve(value, root)), path=str(value))
+
+    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
+        columns = {"input_image": str(input_value), "conditioning_image": conditioning_image(instance, root, ctx)}
+        return make_row(MODALITY, instance, columns, [str(v) for v in candidate_values], scores, dimension)
+
+
+def _pixels(asset):
+    if asset.data is None:
+        raise ImageError(f"image asset {asset.path or asset.meta.get('label', '?')!r} holds no pixels")
+    return representation.as_rgb(asset.data, f"image asset {asset.path or asset.meta.get('label', '?')}")
+
+
+@hookimpl
+def register_modalities(register):
+    register(Image())
+
+
+@hookimpl
+def decode_to_mesh(asset, instance, ctx):
+    where = asset.path or f"candidate {asset.meta.get('label', '?')} of {instance.key}"
+    return decode_frames([_pixels(asset)], instance, ctx, [str(where)])[0]
+
+
+@hookimpl
+def mask_part(modality, part, ctx):
+    from maskscore_core import parts
+    from maskscore_face_landmarks.anchors import GROUPS
+
+    parts.check_active(part)
+    if part not in VISIBLE_PARTS:
+        raise parts.PartError(
+            f"the image modality reads the face through a landmark detector, which does not see the {part};"
+            f" parts it sees: {', '.join(VISIBLE_PARTS)}"
+        )
+    landmarks = tuple(i for group in PART_LANDMARK_GROUPS[part] for i in GROUPS[group])
+    return PartMask(region=parts.region_vertex_ids(part), native={"landmarks": landmarks})
+
+
+__all__ = ["Image", "ImageError", "decode_frames"]

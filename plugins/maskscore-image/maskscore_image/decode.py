@@ -1,0 +1,42 @@
+"""Pixels to the reference mesh: the public entry point other plugins (image editors) call.
+
+    decode_frames(frames, instance, ctx) -> list[records.Decoded]
+
+frames: (H, W, 3) uint8 RGB pictures from the image modality's frontal camera (square, as the
+modality draws them, e.g. an editor's output for the conditioning picture). Each is read by the
+face-landmark detector and fitted (`maskscore_face_landmarks.pixels.PixelFitter`), relative to a
+neutral picture of the instance's subject (frame A's phenotype and look); the fitted state's
+reference mesh is what the metric compares. A frame without a usable face raises `PixelFitError`
+naming the frame: never a made-up fit.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from maskscore_core.records import Decoded
+
+from .representation import as_rgb
+
+
+@functools.cache
+def fitter():
+    from maskscore_face_landmarks.pixels import PixelFitter
+
+    return PixelFitter()
+
+
+def fit_frames(frames, instance, names=None):
+    """FitResults of `frames` (see module docstring); names label each frame in errors."""
+    subject = instance.a.state
+    names = list(names) if names is not None else [f"frame {i}" for i in range(len(frames))]
+    return [fitter().fit(as_rgb(frame, name), subject, name) for frame, name in zip(frames, names)]
+
+
+def decode_frames(frames, instance, ctx=None, names=None) -> list[Decoded]:
+    """The reference mesh each frame shows (module docstring)."""
+    from maskscore_core.reference_mesh import get_reference_mesh
+
+    fits = fit_frames(frames, instance, names)
+    reference = get_reference_mesh()
+    return [Decoded(vertices=reference.vertices([fit.state])[0]) for fit in fits]

@@ -1,0 +1,92 @@
+"""The image modality: pictures of the face read back to the ANNY mesh through mediapipe Face Mesh
+and the landmark fit; PNG files, rows, refusals (no face, several faces, a face too small,
+unreadable or empty files), and the frame-pair ladder through rendered pixels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from maskscore_core import plugins
+from maskscore_core.body import get_body_model
+from maskscore_core.contract import ModalityContract
+from maskscore_core.parts import PartError
+from maskscore_core.records import Asset
+from maskscore_core.testing import face_state, unit_instance
+
+MODALITY = "image"
+
+
+def _instance():
+    return unit_instance(MODALITY, "edit the mouth in the picture to match frame B", "expression_change",
+                         face_state(), face_state(jawOpen=0.5), key="unit-image-0001")  # fmt: skip
+
+
+class TestImageContract(ModalityContract):
+    """The ladder on two built-in instances, through rendered pictures (256 px)."""
+
+    modality = MODALITY
+    distribution = "maskscore-image"
+    bad_files = (
+        ("nope.png", {}, "does not exist"),
+        ("empty.png", {"empty.png": b""}, "image file is empty"),
+        ("junk.png", {"junk.png": b"\x89PNG\r\n\x1a\n not really"}, "unreadable image"),
+        ("notes.txt", {"notes.txt": b"hello"}, "not a picture file"),
+    )
+    ladder_instances = 2
+    ladder_seed = 0
+
+    def unit_instance(self):
+        return _instance()
+
+    def check_rows(self, table, values, instance, ctx):
+        assert table.column("input_image").to_pylist() == ["assets/input.png"] * 3
+        assert table.column("output_images").to_pylist() == [["assets/rung1.png"]] * 3
+
+
+def test_decode_recovers_the_jaw_from_pixels(ctx):
+    """Frame B (jawOpen 0.5) drawn, written as PNG, read back and decoded: the fitted jaw is
+    within 0.1 of the truth and the other actions stay small."""
+    instance = _instance()
+    asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.b, ctx=ctx)
+    value = plugins.call("write_asset", asset=asset, directory=ctx.workdir, name="b", ctx=ctx)
+    read = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=ctx.workdir, ctx=ctx)
+    np.testing.assert_array_equal(read.data, asset.data)  # PNG is lossless
+    from maskscore_image.decode import fit_frames
+
+    (fit,) = fit_frames([read.data], instance)
+    jaw = get_body_model().action_index("jawOpen")
+    assert abs(fit.state.expression[jaw] - 0.5) < 0.1
+    assert np.delete(fit.state.expression, jaw).max() < 0.25
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=read, instance=instance, ctx=ctx)
+    assert decoded.vertices.shape[1] == 3 and np.isfinite(decoded.vertices).all()
+
+
+def _decode(pixels, ctx, label="cand"):
+    asset = Asset(modality=MODALITY, data=pixels, meta={"label": label})
+    return plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=_instance(), ctx=ctx)
+
+
+def test_no_face_several_faces_and_a_small_face_are_refused_by_name(ctx):
+    instance = _instance()
+    face = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.a, ctx=ctx).data
+    with pytest.raises(ValueError, match="candidate blank of unit-image-0001: no face found"):
+        _decode(np.full_like(face, 40), ctx, "blank")
+    with pytest.raises(ValueError, match="candidate twins of unit-image-0001: 2 faces found"):
+        size = face.shape[0]
+        twins = np.empty((2 * size, 2 * size, 3), dtype=np.uint8)
+        twins[...] = face[0, 0]  # the backdrop
+        twins[size // 2 : size // 2 + size, :size] = face
+        twins[size // 2 : size // 2 + size, size:] = face
+        _decode(twins, ctx, "twins")
+    small = face[::3, ::3]  # ~40 px wide
+    with pytest.raises(ValueError, match="candidate small of unit-image-0001: .*px wide; at least 60 px"):
+        _decode(np.ascontiguousarray(small), ctx, "small")
+
+
+def test_parts_the_detector_cannot_see_are_not_offered(ctx):
+    mask = plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)
+    assert 13 in mask.native["landmarks"] and len(mask.region) > 0
+    for part in ("ears", "back hair", "nose", "irides"):
+        with pytest.raises(PartError, match=f"does not see the {part}"):
+            plugins.call("mask_part", MODALITY, modality=MODALITY, part=part, ctx=ctx)
