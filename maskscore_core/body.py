@@ -149,5 +149,5 @@ class BodyModel:
 
 @functools.cache
 def get_body_model() -> BodyModel:
-    """One ANNY model per process (building it costs ~0.5 s once the anny cache exists)."""
+    """One ANNY model per process (building it is the slow part, even with anny's cache)."""
     return BodyModel()

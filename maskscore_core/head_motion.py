@@ -1,8 +1,8 @@
 """The head's own rigid motion between two meshes, net of facial actions and the jaw and eyes.
 
 Why not a rigid fit on the hair and ears alone: ANNY's facial actions move those vertices too,
-almost rigidly (jawOpen by ~1.5 mm, eyeLookIn by ~0.5 mm, browDown by ~0.1 mm), so such a fit
-reads a mouth edit as a head motion of about a millimetre, the size of a real 0.5-degree turn.
+almost rigidly (docs/metric.md, "Head frame", has the sizes), so such a fit reads a mouth
+edit as a head motion the size of a real small turn.
 The metric would then re-render every candidate of a mouth edit "aligned", for nothing. The
 reference mesh holds the skull still for the states it makes (`reference_mesh`, whose fields
 D_k below are), but a mesh from elsewhere (a .glb from another ANNY pipeline) may carry the
@@ -21,11 +21,9 @@ are taken once from ANNY's reference subject and turned into frame A's head orie
 model is linear (small motions: frame pairs turn the head by ~1 degree), so the solve is refined
 by a few Gauss-Newton steps, each a product with a pseudo-inverse computed once per frame A
 (a step larger than the last ends the refinement: a mesh far from the model does not run off).
-Measured on ANNY: jawOpen 0 -> 0.8 gives a head motion under 0.05 mm (rigid fit on hair and
-ears: 1.0 mm); a 1-degree head turn with or without a mouth edit is recovered within 0.02 degree.
-Large jaw-bone turns are where the linear model is weakest: 0.15 rad leaves 0.03 degree, 0.35 rad
-0.15 degree (ANNY's own jaw is driven by the jawOpen action; only fits that free the Jaw bone
-turn it).
+Large jaw-bone turns are where the linear model is weakest (ANNY's own jaw is driven by the
+jawOpen action; only fits that free the Jaw bone turn it). docs/metric.md, "Head frame", has
+the accuracy measured on ANNY.
 """
 
 from __future__ import annotations

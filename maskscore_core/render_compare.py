@@ -456,7 +456,7 @@ def _one_torch_thread():
     """Run the comparisons on one torch thread.
 
     They are many small tensor operations (SSIM planes, LPIPS distances, masks): on two threads
-    each one pays a barrier, which on a busy 2-core machine cost 2-7x their work (measured);
+    each one pays a barrier that costs more than their work on a busy machine (docs/metric.md);
     AlexNet's convolutions, which do gain from threads, run outside. Fixing the thread count
     here also fixes the float summation order, so scores do not depend on the machine's cores.
     Not thread-safe against other code changing torch's thread count at the same time.
@@ -472,8 +472,7 @@ def _one_torch_thread():
 @functools.cache
 def _comparison_pool() -> concurrent.futures.ThreadPoolExecutor:
     """The tasks of `RenderCompare.score` and `prepare` (`threads.wanted()` at once, one torch
-    thread each). Measured on 2 idle cores, comparing 5 candidates: 0.19 s on the pool against
-    0.28 s one after another and 0.22 s on two torch threads."""
+    thread each): faster than one after another or on two torch threads (docs/metric.md, "Speed")."""
     return concurrent.futures.ThreadPoolExecutor(max_workers=threads.wanted(), thread_name_prefix="maskscore-compare")
 
 

@@ -15,10 +15,9 @@ so that the rest of B stays close to A (`edits`: head bones, accessories, calmer
 stands for the asked edit; an appearance pair has no rule on the rest, and B's look changed on
 every part (a tan, the room light), so against B itself B's colour put on the asked part is no
 nearer than on another part: on built-in edits of all three types rung 1 then scored at or
-below rung 4 on overall in 18 of 18 instances. Not the ideal for every type: the ladder is
+below rung 4 on overall (docs/datasets.md, "The latent baseline"). Not the ideal for every type: the ladder is
 built in parameter space towards exactly that reference, so the baseline would then order every
-ladder's instruction_following perfectly by construction (on the demo bench: every rung pair
-right, against 0.73 against frame B), which would say nothing about the metric.
+ladder's instruction_following perfectly by construction (docs/datasets.md), which would say nothing about the metric.
 
 The look (`records.Appearance`) enters as its parameters resolved per region (`look_vector`):
 for every part of `appearance.PART_PRECEDENCE` and the skin outside them, the albedo and the
@@ -26,11 +25,9 @@ light on it (unit direction, intensity, ambient), then the backdrop colour; reso
 look written two ways (a part's own light equal to the global one) is one vector. It is counted
 only when the candidate and both references carry a look, as render-compare's `appearance_l1`.
 
-Measured on built-in appearance edits (tests/test_eval_latent.py): rung 1 now scores above
-rung 4 (without the look the two tied) and above every other rung; rung 3 (a fifth of the edit)
-scores above rung 2 (half of it): with only the part's parameters moving, a candidate at
-distance d from A and D - d from B scores (1/(1+d) + 1/(1+D-d))/2, which is higher the more
-unevenly D is split, one more way parameter distance misjudges an edit.
+With only the part's parameters moving, a candidate at distance d from A and D - d from B
+scores (1/(1+d) + 1/(1+D-d))/2, which is higher the more unevenly D is split: one more way
+parameter distance misjudges an edit (docs/datasets.md has what it does on built-in edits).
 
 A candidate's parameters come from `asset.meta["states"]` / `asset.meta["state"]` when the
 modality plugin keeps them, otherwise from its ladder rung (`ladder.build_ladder`, deterministic

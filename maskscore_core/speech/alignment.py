@@ -7,16 +7,15 @@ utterance (`full_utt=True`), which normalises cepstra over that utterance alone,
 not depend on what was aligned before it in the same process.
 
 Synthetic speech (espeak-ng) has stretches of exact digital zero, whose log-energy features
-derail the aligner (measured: 17 of 54 espeak clips aligned without a noise floor, 54 of 54 with
-it). So a fixed, seeded Gaussian noise floor (`NOISE_FLOORS`, in 16-bit units; 32 is about
+derail the aligner (docs/speech.md, "Measured", has the counts). So a fixed, seeded Gaussian noise floor (`NOISE_FLOORS`, in 16-bit units; 32 is about
 -60 dBFS) is added before alignment. When an attempt fails, the next one in `ATTEMPTS` is
 tried: other noise levels, then 0.2 s of silence padded at both ends, then a decoder without
 pocketsphinx's lattice best-path rescoring. Over the whole command set in all eight voices this
-took alignment from 2,838 to 2,848 of 2,848 clips (one command reworded). Everything is seeded and fixed, so the
+aligns every clip (docs/speech.md, "Measured"). Everything is seeded and fixed, so the
 result is deterministic.
 
 Forced alignment is not a transcript verifier: pocketsphinx sometimes fits a wrong transcript
-too (measured: 4 of 72 wrong command/audio pairs with the first attempt alone). Scores must
+too (docs/speech.md, "Measured"). Scores must
 therefore come from comparing the resulting face motion, not from whether alignment succeeded.
 """
 
@@ -46,7 +45,7 @@ _lock = threading.Lock()
 
 @functools.cache
 def _decoder(bestpath: bool = True):
-    """One pocketsphinx decoder per process and setting (loading the acoustic model takes ~0.3 s)."""
+    """One pocketsphinx decoder per process and setting (loading the acoustic model is the slow part)."""
     import pocketsphinx
 
     config = pocketsphinx.Config(
@@ -101,8 +100,8 @@ def _align_words(audio: bytes, words: list[str], bestpath: bool = True) -> list[
 def forget_previous_utterances() -> None:
     """Drop the cached decoder, so that the next alignment starts from pocketsphinx's initial
     state. Workaround: restoring the decoder's cepstral mean per utterance is not enough to make
-    it forget the previous one (measured: "when does the sun rise tomorrow" in en-gb aligns
-    differently after another clip than first; some other decoder state carries over), so
+    it forget the previous one (docs/speech.md, "Measured": some
+    other decoder state carries over), so
     without it an alignment would depend on what was aligned before it. Callers whose results
     must not depend on order (trials, candidates) call it before each alignment;
     tests/test_speech_speakers.py fails once pocketsphinx stops remembering, the signal to drop

@@ -11,7 +11,7 @@ speech and text carry only what is said (words and voice), while a multimodal ed
 or neck of one frame (`PATH_PARTS`), so every candidate would encode to the same audio or
 transcript and the ladder would collapse into ties; a pose carries bones but no body shape, so
 it is applied to frame A's body and the wrong-subject candidate decodes as frame A with another
-subject's bones (measured on a neck edit: rung 5 scored 0.83 overall, above rung 4's 0.64).
+subject's bones, which scored above the wrong-part rung (README.md, "How a row is built").
 
 A path is used for a part only when it carries that part's edit (`carries`): when the part is one
 its own modality is edited on (`PATH_PARTS`: no gaze for depth and keypoints, whose eyes are
