@@ -4,12 +4,16 @@ their own assets and rows (rl-train: no scoring, so it stays small enough for ev
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from maskscore_core import edits, schemas, vocab
+from maskscore_core import edits, plugins, schemas, threads, vocab
 from maskscore_core.dataset import reader
 from maskscore_core.dataset.leakage import dataset_subjects
 from maskscore_core.dataset.plan import BuildConfig
@@ -25,10 +29,10 @@ def test_rl_train_of_all_eight_modalities_with_the_real_plugins(tmp_path):
                         progress=False)
     assert summary.rows == 8
     card = json.loads((root / "card.json").read_text())
-    assert card["counts"]["modality"] == {m: 1 for m in vocab.MODALITIES}
+    assert card["counts"]["modality"] == {m: 1 for m in plugins.modality_names()}
     # one instance per modality: its first task type, as planned
     assert card["counts"]["modality_task_type"] == card["planned"]["modality_task_type"] == {
-        f"{m}/{edits.task_types(m)[0]}": 1 for m in vocab.MODALITIES}
+        f"{m}/{edits.task_types(m)[0]}": 1 for m in plugins.modality_names()}
     for modality, row in reader.iter_rows(root):  # validates every shard against its schema
         table = schemas.table_for_modality(modality)
         assert row["scores"] == [] and row[schemas.CANDIDATE_COLUMN[table]] == []
@@ -42,25 +46,61 @@ def test_rl_train_of_all_eight_modalities_with_the_real_plugins(tmp_path):
     pq.read_table(root / "data" / "pose" / "shard-00000.parquet")
 
 
-@pytest.mark.slow
-def test_real_bench_is_byte_identical_when_built_twice_by_one_or_two_workers(tmp_path):
-    """Built for real (scored), once in this process and once by two worker processes, each on
-    its share of the cores (a different torch / Dr.Jit thread count): the same bytes."""
-    def build(name, workers):
-        return run_build(BuildConfig(split="bench", out=tmp_path / name, rows=12, seed=0, subjects=24, shard_size=2,
-                                     modalities=("mesh", "keypoints"), views=2, resolution=32, workers=workers),
-                         progress=False)  # fmt: skip
+# A real scored bench, small: one instance of mesh and one of keypoints (float64 columns show
+# the last bit), one shard each.
+REAL_BENCH = ("bench", "--rows", "6", "--seed", "0", "--subjects", "24", "--shard-size", "1", "--modalities", "mesh,keypoints",
+              "--views", "2", "--resolution", "32", "--quiet")  # fmt: skip
 
-    first, second = build("one", 1), build("two", 2)
-    assert first.card["content_sha256"] == second.card["content_sha256"]
-    # two instances per modality, the first two task types of each (the plan), made for real
-    assert first.card["counts"]["modality_task_type"] == first.card["planned"]["modality_task_type"] == {
-        "mesh/part_add": 3, "mesh/part_remove": 3, "keypoints/expression_change": 3, "keypoints/surface_edit": 3}
-    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
+
+def _cli_build(out: Path, workers: int, thread_count: int | None) -> None:
+    """`maskscore build` in a fresh process, on `thread_count` torch / Dr.Jit threads (None: each
+    worker's share of the cores)."""
+    env = {k: v for k, v in os.environ.items() if k != threads.ENV}
+    if thread_count is not None:
+        env[threads.ENV] = str(thread_count)
+    command = [sys.executable, "-m", "maskscore_core", "build", *REAL_BENCH, "--out", str(out), "--workers", str(workers)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def real_bench(tmp_path_factory) -> Path:
+    """The reference: one worker on two threads."""
+    root = tmp_path_factory.mktemp("real") / "reference"
+    _cli_build(root, workers=1, thread_count=2)
+    return root
+
+
+def _resumed_by_two_workers(root: Path, reference: Path) -> None:
+    """The reference, interrupted before its keypoints shard, finished by two workers."""
+    shutil.copytree(reference, root)
+    for path in (root / "card.json", root / "README.md", root / "data" / "keypoints" / "shard-00000.parquet"):
+        path.unlink()
+    shutil.rmtree(root / "assets" / "keypoints")
+    _cli_build(root, workers=2, thread_count=None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("build", [
+    pytest.param(lambda root, reference: _cli_build(root, workers=1, thread_count=1), id="1 worker, 1 thread"),
+    pytest.param(lambda root, reference: _cli_build(root, workers=2, thread_count=None), id="2 workers"),
+    pytest.param(_resumed_by_two_workers, id="resumed with 2 workers"),
+])  # fmt: skip
+def test_real_bench_has_the_same_bytes_whatever_the_workers_and_threads(real_bench, tmp_path, build):
+    """Built for real (scored) in fresh processes: the bytes of every file (float64 keypoints,
+    .glb meshes, scores) do not depend on the torch / Dr.Jit thread count, the worker count, or
+    on a resume by another worker count."""
+    build(tmp_path / "other", real_bench)
+    card = json.loads((real_bench / "card.json").read_text())
+    # one instance per modality, the first task type of each (the plan), made for real
+    assert card["counts"]["modality_task_type"] == card["planned"]["modality_task_type"] == {
+        "mesh/part_add": 3, "keypoints/expression_change": 3}
+    files = sorted(p.relative_to(real_bench) for p in real_bench.rglob("*") if p.is_file())
     assert any(p.suffix == ".glb" for p in files) and any(p.parts[0] == "conditioning" for p in files)
+    assert files == sorted(p.relative_to(tmp_path / "other") for p in (tmp_path / "other").rglob("*") if p.is_file())
     for path in files:
-        assert (tmp_path / "one" / path).read_bytes() == (tmp_path / "two" / path).read_bytes(), path
-    for _, row in reader.iter_rows(tmp_path / "one"):
+        assert (real_bench / path).read_bytes() == (tmp_path / "other" / path).read_bytes(), path
+    for _, row in reader.iter_rows(real_bench):
         assert len(row["scores"]) == 5 and all(0.0 <= s <= 1.0 for s in row["scores"])
 
 

@@ -5,7 +5,7 @@ on the same shards. The building process holds an exclusive `flock` on DIR/.buil
 whole build; its worker processes hold DIR/.build-workers.lock shared. The kernel drops a flock
 when its holder dies, however it dies, so a crashed build never leaves a stale lock, and a new
 build waits out the workers of a killed one (they die with their parent, `workers.py`) before
-it touches anything.
+it touches anything. A build that ends removes the lock files.
 """
 
 from __future__ import annotations
@@ -82,7 +82,19 @@ def build_lock(root: Path):
         _wait_for_workers(root)
         yield
     finally:
+        _remove_lock_files(root)
         os.close(fd)
+
+
+def _remove_lock_files(root: Path) -> None:
+    """A finished build leaves no lock file behind (a process that opened one meanwhile sees it
+    was replaced and opens the new one, `_open_locked`). The workers' lock goes only when no
+    worker holds it."""
+    workers = _open_locked(root / WORKERS_LOCK_FILE, fcntl.LOCK_EX) if (root / WORKERS_LOCK_FILE).exists() else None
+    if workers is not None:
+        (root / WORKERS_LOCK_FILE).unlink(missing_ok=True)
+        os.close(workers)
+    (root / LOCK_FILE).unlink(missing_ok=True)
 
 
 def hold_as_worker(root: Path) -> int:

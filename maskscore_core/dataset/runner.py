@@ -81,19 +81,11 @@ def _claim_directory(config: BuildConfig, content: dict) -> bool:
     return True
 
 
-def _release_claim(root: Path, created: bool) -> None:
-    """Undo a claim whose build committed nothing: its marker and scratch space, and the
-    directory itself when this build created it."""
+def _release_claim(root: Path) -> None:
+    """Undo a claim whose build committed nothing: its marker and its scratch space."""
     (root / CONFIG_MARKER).unlink(missing_ok=True)
     for leftover in (PARTIAL_DIR, WORK_DIR):
         shutil.rmtree(root / leftover, ignore_errors=True)
-    if created:
-        for name in (lock.LOCK_FILE, lock.WORKERS_LOCK_FILE):
-            (root / name).unlink(missing_ok=True)
-        try:
-            root.rmdir()
-        except OSError:
-            pass  # something else appeared in it: leave it
 
 
 def _expected_rows(config: BuildConfig, spec: ShardSpec) -> int:
@@ -171,6 +163,7 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
     plan = shard_plan(config)
     created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
+    released = False
     try:
         with lock.build_lock(root):
             claimed = _claim_directory(config, content)
@@ -178,10 +171,17 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
                 return _build(config, plan, content, progress, bench_dir)
             except BaseException:
                 if claimed and not _committed(root):
-                    _release_claim(root, created)
+                    _release_claim(root)
+                    released = True
                 raise
     except lock.DirectoryBusy as err:
         raise BuildError(str(err)) from None
+    finally:
+        if released and created:
+            try:
+                root.rmdir()  # this build made it and left nothing in it
+            except OSError:
+                pass  # something else appeared in it: leave it
 
 
 def _build(config: BuildConfig, plan: list[ShardSpec], content: dict, progress: bool, bench_dir: Path | None) -> BuildSummary:
