@@ -17,6 +17,7 @@ OUT = HERE.parent / "out" / "bench"
 BENCHMARKS = {
     "bench_metric.py": ("--out", []),
     "bench_build.py": ("--json", ["--rows", "24"]),
+    "bench_calibration.py": ("--out", []),
 }
 
 

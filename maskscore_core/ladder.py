@@ -382,6 +382,15 @@ def ideal_edit(instance: EditInstance) -> Target:
     return rung(1, "frame B's part on frame A", part, 1.0, phrases[0])
 
 
+def edit_fraction(instance: EditInstance, t: float) -> Target:
+    """Frame A with the part moved a fraction t of the way to frame B's (t = 1: `ideal_edit`,
+    t = 0: frame A's part); a clip's mouth edit also says the words mixed at t, as rungs 2 and 3
+    do. benchmarks/bench_calibration.py sweeps t."""
+    part, rung, phrases, _steps = _rung_maker(instance)
+    phrase = phrases[0] if t >= 1 else phrases[3] if t <= 0 else mix_phrase(instance.a.transcript, instance.b.transcript, t)
+    return rung(None, f"{part} {t:g} of the way to frame B", part, t, phrase)
+
+
 def ladder_rungs(modality: str) -> list[int]:
     """The rungs `modality` makes: all five but those its ladder levels drop (`dataset.protocol`)."""
     from .dataset.protocol import levels_for, rungs_of

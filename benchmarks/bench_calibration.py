@@ -1,0 +1,206 @@
+"""Calibration of the universal metric: what its scores say along an edit, and how every subject is
+framed (issue 12). Prints three tables (docs/metric.md, "Calibration", shows this output):
+
+1. parts: meshes made straight from ANNY (default subject, arms lowered as the built-in source
+   lowers them), each part's edit made a fraction f = 0, 0.25, 0.5, 0.75, 1 of the way, then
+   overshot (1.5) and made the wrong way (-0.5): instruction_following and consistency, and the
+   consistency of another part's edit;
+2. modalities: built-in instances (anny source, seed 0) of every installed modality, the edit
+   made f of the way (`ladder.edit_fraction`: the part, and for a clip's mouth the words too),
+   encoded by the modality and scored by the `render-compare` scorer plugin;
+3. coverage: each part's pixels for subjects at the corners of the source's phenotype box,
+   relative to the default subject's, with the views framed on the subject's head (as scored)
+   and with the fixed cameras of before.
+
+    .venv/bin/python benchmarks/bench_calibration.py --out out/bench/bench_calibration.json
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0)
+OVERSHOOT, WRONG_WAY = 1.5, -0.5
+ARM_DROP_RAD = 1.25  # trials.clips.ARM_DROP_RAD
+# part -> (its edit at full strength, another part's edit); "bone:<bone>:<axis>" turns a SOMA bone,
+# "scale:<part>" scales a region (BodyState.part_scale), anything else is a facial action.
+EDITS = {
+    "mouth": ({"jawOpen": 0.8}, {"browInnerUp": 0.8}),
+    "face": ({"mouthSmileLeft": 0.7, "mouthSmileRight": 0.7, "cheekSquintLeft": 0.5, "cheekSquintRight": 0.5},
+             {"eyeLookUpLeft": 0.6}),
+    "eyebrow": ({"browInnerUp": 0.6, "browOuterUpLeft": 0.42, "browOuterUpRight": 0.42}, {"jawOpen": 0.8}),
+    "irides": ({"eyeLookUpLeft": 0.6, "eyeLookUpRight": 0.6}, {"jawOpen": 0.8}),
+    "eyelash": ({"eyeBlinkLeft": 0.8, "eyeBlinkRight": 0.8}, {"jawOpen": 0.8}),
+    "eyewhite": ({"eyeWideLeft": 1.0, "eyeWideRight": 1.0}, {"jawOpen": 0.8}),
+    "nose": ({"noseSneerLeft": 0.7, "noseSneerRight": 0.7}, {"eyeBlinkLeft": 0.8}),
+    "neck": ({"bone:Neck1:0": 0.1, "bone:Neck2:0": 0.075}, {"jawOpen": 0.8}),
+    "ears": ({"scale:ears": 1.2}, {"browInnerUp": 0.8}),
+    "front hair": ({"scale:front hair": 1.2}, {"jawOpen": 0.8}),
+    "back hair": ({"scale:back hair": 0.8}, {"scale:ears": 1.2}),
+}  # fmt: skip
+# Corners of trials.subjects.PHENOTYPE_RANGES (ANNY's default is 0.5 for what is not named).
+SUBJECTS = {
+    "short": {"height": 0.25}, "tall": {"height": 0.75}, "young": {"age": 0.45}, "old": {"age": 0.9},
+    "male": {"gender": 0.0}, "female": {"gender": 1.0},
+    "short young woman": {"height": 0.25, "age": 0.45, "gender": 1.0},
+    "tall old man": {"height": 0.75, "age": 0.9, "gender": 0.0},
+}  # fmt: skip
+COVERAGE_PARTS = ("mouth", "nose", "eyebrow", "irides", "eyelash", "ears", "neck", "front hair", "back hair", "face")
+
+
+def body_state(edit: dict, f: float, phenotype: dict | None = None):
+    """The body with `edit` made a fraction f of the way, arms lowered."""
+    from maskscore_core.records import BodyState
+    from maskscore_core.reference_mesh import get_reference_mesh
+
+    body = get_reference_mesh().body
+    expression, pose, scales = np.zeros(52), np.zeros((78, 3)), {}
+    pose[body.bone_index("LeftArm"), 2], pose[body.bone_index("RightArm"), 2] = -ARM_DROP_RAD, ARM_DROP_RAD
+    for name, value in edit.items():
+        if name.startswith("bone:"):
+            _, bone, axis = name.split(":")
+            pose[body.bone_index(bone), int(axis)] = f * value
+        elif name.startswith("scale:"):
+            scales[name[len("scale:"):]] = 1.0 + f * (value - 1.0)
+        else:
+            expression[body.action_index(name)] = f * value
+    return BodyState(expression=expression, pose=pose, phenotype=phenotype or {}, part_scale=scales)
+
+
+def part_sweeps(compare) -> dict:
+    from maskscore_core.records import Decoded
+    from maskscore_core.reference_mesh import get_reference_mesh
+
+    rows = {}
+    fractions = (*FRACTIONS, OVERSHOOT, WRONG_WAY)
+    for part, (edit, wrong) in EDITS.items():
+        states = [body_state(edit, f) for f in fractions] + [body_state(wrong, 1.0)]
+        meshes = [Decoded(vertices=v) for v in get_reference_mesh().vertices(states)]
+        scores = compare.score(compare.prepare(meshes[0], meshes[len(FRACTIONS) - 1], part), meshes)
+        rows[part] = {
+            "instruction_following": [s.instruction_following for s in scores[: len(FRACTIONS)]],
+            "consistency": [s.consistency for s in scores[: len(FRACTIONS)]],
+            "overshoot_if": scores[len(FRACTIONS)].instruction_following,
+            "wrong_way_if": scores[len(FRACTIONS) + 1].instruction_following,
+            "wrong_part_consistency": scores[-1].consistency,
+        }
+    return rows
+
+
+def modality_sweeps(views: int, resolution: int, instances: int, workdir: Path) -> dict:
+    """{modality: [row per instance]} or {modality: {"error": ...}} where it could not be scored."""
+    from maskscore_core import edits, ladder, plugins
+    from maskscore_core.context import Context
+    from maskscore_core.records import Candidate
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+
+    trials = generate_trials(AnnySourceConfig(seed=0, subjects=3, trials_per_subject=2, max_words=3), workdir / "trials")
+    ctx = Context(workdir=workdir, seed=0, config={"views": views, "resolution": resolution, "frame_resolution": 64})
+    out = {}
+    for modality in plugins.modalities():
+        name = getattr(modality, "name", modality)
+        try:
+            rows = []
+            for instance in edits.make_instances(trials, name, np.random.default_rng(0), instances):
+                targets = [ladder.edit_fraction(instance, f) for f in FRACTIONS]
+                candidates = [Candidate(t.label, plugins.modality(name).encode(t, ctx)) for t in targets]
+                scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance,
+                                      candidates=candidates, ctx=ctx)  # fmt: skip
+                rows.append({
+                    "key": instance.key, "part": instance.instruction.part, "task_type": instance.instruction.task_type,
+                    "instruction_following": [s.instruction_following for s in scores],
+                    "consistency": [s.consistency for s in scores],
+                })  # fmt: skip
+            out[name] = rows
+        except Exception as err:  # a modality that cannot be swept is reported, never given scores
+            out[name] = {"error": f"{type(err).__name__}: {err}"}
+    return out
+
+
+def coverage(views: int, resolution: int) -> dict:
+    """{subject: {part: pixels / default subject's pixels}} framed and with fixed cameras."""
+    from maskscore_core import parts
+    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.render import get_renderer
+    from maskscore_core.views import ViewConfig, subject_framing
+
+    renderer = get_renderer(ViewConfig(count=views, resolution=resolution))
+
+    def pixels(phenotype, framed):
+        vertices = get_reference_mesh().vertices([body_state({}, 0.0, phenotype)])[0]
+        if framed:
+            vertices = subject_framing(phenotype).apply(vertices)
+        render = renderer.render(vertices)
+        return {p: int(parts.pixel_mask(render, p).sum()) for p in COVERAGE_PARTS}
+
+    default = pixels({}, True)
+    out = {"default pixels": default}
+    for how, framed in (("framed", True), ("fixed cameras", False)):
+        out[how] = {
+            name: {p: n / default[p] for p, n in pixels(phenotype, framed).items()} for name, phenotype in SUBJECTS.items()
+        }
+    return out
+
+
+def _row(label: str, values, width: int = 12) -> str:
+    return f"{label:<{width}}" + " ".join(f"{v:6.3f}" for v in values)
+
+
+def report(figures: dict) -> None:
+    head = " ".join(f"{f:6g}" for f in FRACTIONS)
+    print(f"\n1. parts, meshes straight from ANNY ({figures['views']} views x {figures['resolution']} px)")
+    print(f"{'part':<12}{'if at f = ' + head:<44} | cons at f = {head} | if at 1.5, -0.5 | wrong-part cons")
+    for part, row in figures["parts"].items():
+        print(_row(part, row["instruction_following"]) + " | " + " ".join(f"{v:6.3f}" for v in row["consistency"])
+              + f" | {row['overshoot_if']:6.3f} {row['wrong_way_if']:6.3f} | {row['wrong_part_consistency']:6.3f}")  # fmt: skip
+    if "modalities" in figures:
+        print(f"\n2. modalities, built-in instances (f = {head})")
+        for modality, rows in figures["modalities"].items():
+            if isinstance(rows, dict):
+                print(f"{modality:<12}not swept: {rows['error']}")
+                continue
+            for row in rows:
+                label = f"{modality}/{row['part']}"
+                print(_row(label, row["instruction_following"], 22) + "   cons " + " ".join(f"{v:6.3f}" for v in row["consistency"]))
+    cover = figures["coverage"]
+    print(f"\n3. part pixels relative to the default subject's ({figures['views']} views x {figures['resolution']} px)")
+    print(f"{'':<19}" + " ".join(f"{p[:7]:>7}" for p in COVERAGE_PARTS))
+    print(f"{'default (pixels)':<19}" + " ".join(f"{cover['default pixels'][p]:7d}" for p in COVERAGE_PARTS))
+    for how in ("framed", "fixed cameras"):
+        print(how)
+        for name, ratios in cover[how].items():
+            print(f"  {name:<17}" + " ".join(f"{ratios[p]:7.2f}" for p in COVERAGE_PARTS))
+
+
+@click.command()
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="write the figures as JSON here")
+@click.option("--views", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option("--resolution", default=256, show_default=True, type=click.IntRange(min=16))
+@click.option("--instances", default=2, show_default=True, type=click.IntRange(min=0),
+              help="built-in instances per modality (0: skip the modality table)")
+def main(out_path, views, resolution, instances):
+    from maskscore_core.render_compare import METRIC_VERSION, RenderCompare
+    from maskscore_core.views import ViewConfig
+
+    start = time.perf_counter()
+    figures = {"views": views, "resolution": resolution, "metric_version": METRIC_VERSION}
+    figures["parts"] = part_sweeps(RenderCompare(ViewConfig(count=views, resolution=resolution)))
+    if instances:
+        with tempfile.TemporaryDirectory(prefix="maskscore-calibration-") as workdir:
+            figures["modalities"] = modality_sweeps(views, resolution, instances, Path(workdir))
+    figures["coverage"] = coverage(views, resolution)
+    figures["seconds"] = time.perf_counter() - start
+    report(figures)
+    if out_path:
+        Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(out_path).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
