@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import string
+import zlib
 from typing import Any, ClassVar, Mapping
 
 import attrs
@@ -138,6 +139,13 @@ class Modality(abc.ABC):
         """Every task type this modality produces, in the design's order."""
         found = {t for value in self.task_table.values() for t in tasks_of(value)}
         return tuple(t for t in vocab.TASK_TYPES if t in found)
+
+    def stream_id(self) -> int:
+        """The modality's number in a build's random streams: its `order`, else one derived from
+        its name alone, so a dataset's bytes do not depend on which other modalities are installed."""
+        if self.order is not None:
+            return int(self.order)
+        return 1000 + zlib.crc32(self.name.encode("utf-8")) % 1_000_000
 
     def instruction(self, part: str, phrase: str = "") -> str:
         return self.template.format(part=part, phrase=phrase)

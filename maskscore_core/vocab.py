@@ -93,14 +93,6 @@ def check_modality(name: str) -> str:
     return plugins.check_modality(name)
 
 
-def __getattr__(name: str):
-    # MODALITIES: the registered modalities, for callers not yet moved to plugins.modality_names().
-    if name == "MODALITIES":
-        from . import plugins
-
-        return plugins.modality_names()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 def check_part(name: str) -> str:
     return _check("part", name, PARTS)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from maskscore_core import schemas, vocab
+from maskscore_core import plugins, schemas, vocab
 from maskscore_core.dataset import leakage, plan, protocol, splits
 from maskscore_core.dataset.plan import BuildConfig, shard_plan
 from maskscore_core.dataset.runner import BuildError, run_build
@@ -85,7 +85,7 @@ def test_built_shards_match_the_reward_table_schemas(tmp_path):
     root = tmp_path / "bench"
     assert summary.rows == 48
     keys = set()
-    for modality in vocab.MODALITIES:
+    for modality in plugins.modality_names():
         files = sorted((root / "data" / modality).glob("shard-*.parquet"))
         assert files, modality
         for path in files:
@@ -101,7 +101,7 @@ def test_built_shards_match_the_reward_table_schemas(tmp_path):
     assert {p.stem for p in (root / "instances").glob("*.json")} == keys
     card = json.loads((root / "card.json").read_text())
     assert card["counts"]["rows"] == 48
-    assert card["counts"]["modality"] == {m: 6 for m in vocab.MODALITIES}
+    assert card["counts"]["modality"] == {m: 6 for m in plugins.modality_names()}
     assert sum(card["counts"]["dimension"].values()) == 48
     # the rows of each (modality, task type) are the plan's, and the card says both
     planned = {f"{m}/{t}": 3 * n for m, tasks in plan.planned_instances(toy_config(root)).items() for t, n in tasks.items()}

@@ -27,18 +27,18 @@ def test_default_plan_has_every_task_type_of_every_modality_in_equal_shares(spli
     planned = plan.planned_instances(config)
     assert sum(per_modality.values()) == -(-config.total_rows // config.rows_per_instance)
     assert max(per_modality.values()) - min(per_modality.values()) <= 1
-    for modality in vocab.MODALITIES:
+    for modality in plugins.modality_names():
         tasks = edits.task_types(modality)
         # every (modality, task type) the tables allow, and nothing else
         assert list(planned[modality]) == list(tasks)
         # the stated rule: equal shares, the remainder to the first task types in vocabulary order
         base, remainder = divmod(per_modality[modality], len(tasks))
         assert [planned[modality][t] for t in tasks] == [base + (i < remainder) for i in range(len(tasks))]
-    everything = {t for m in vocab.MODALITIES for t in edits.task_types(m)}
+    everything = {t for m in plugins.modality_names() for t in edits.task_types(m)}
     assert {t for tasks in planned.values() for t in tasks} == everything
     # the shards carry exactly the planned slots, in order
     shards = plan.shard_plan(config)
-    for modality in vocab.MODALITIES:
+    for modality in plugins.modality_names():
         slots = [t for s in shards if s.modality == modality for t in s.task_types]
         assert tuple(slots) == plan.task_slots(modality, per_modality[modality])
 

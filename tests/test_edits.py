@@ -77,7 +77,7 @@ def trials():
     return hand_trials()
 
 
-@pytest.mark.parametrize("modality", vocab.MODALITIES)
+@pytest.mark.parametrize("modality", plugins.modality_names())
 def test_instances_are_valid_same_subject_pairs(trials, modality):
     instances = edits.make_instances(trials, modality, np.random.default_rng(0), 4)
     assert len(instances) == 4

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from .. import vocab
 from ..dataset.plan import DEFAULT_SUBJECTS, BuildConfig
 from ..dataset.runner import run_build
 from ..dataset.splits import SPLITS
@@ -38,8 +37,8 @@ def _options(pairs: tuple[str, ...]) -> dict:
               help="Trial source plugin (anny, speakingfaces).")
 @click.option("--subjects", type=options.SUBJECTS, default=DEFAULT_SUBJECTS, show_default=True, help="Subjects asked of the source.")
 @click.option("--source-option", "source_options", multiple=True, help="NAME=VALUE passed to the source (repeatable).")
-@click.option("--modalities", default=",".join(vocab.MODALITIES), show_default=True, type=options.ModalityList(),
-              help="Comma-separated modalities.")
+@click.option("--modalities", default=None, type=options.ModalityList(),
+              help="Comma-separated modalities (default: every installed one).")
 @click.option("--editor", default="frame-pair", show_default=True, type=options.PluginName("editor"),
               help="Editor plugin making the candidates.")
 @click.option("--scorer", default="render-compare", show_default=True, type=options.PluginName("scorer"),

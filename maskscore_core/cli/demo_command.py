@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .. import vocab
+from .. import plugins, vocab
 from ..dataset import evaluate, report
 from ..dataset.atomic import write_text
 from ..dataset.contact_sheet import draw_sheet
@@ -40,7 +40,7 @@ def demo_command(out, instances_per_modality, seed, subjects, views, resolution,
     """Build a small bench, grade render-compare and latent-l2 on it, write report and contact sheet."""
     options.check_render_size(views, resolution)
     out = Path(out)
-    rows = instances_per_modality * len(vocab.MODALITIES) * len(vocab.DIMENSIONS)
+    rows = instances_per_modality * len(plugins.modality_names()) * len(vocab.DIMENSIONS)
     config = BuildConfig(split="bench", out=out / "bench", rows=rows, seed=seed, subjects=subjects, views=views,
                          resolution=resolution, workers=workers, shard_size=instances_per_modality)
     summary = run_build(config, progress=not quiet)

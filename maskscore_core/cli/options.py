@@ -40,21 +40,21 @@ class PluginName(click.ParamType):
 
 
 class ModalityList(click.ParamType):
-    """Comma-separated modality names of the vocabulary, each once; converts to a tuple."""
+    """Comma-separated names of installed modalities, each once; converts to a tuple."""
 
     name = "modalities"
 
     def convert(self, value, param, ctx):
-        from .. import vocab
+        from .. import plugins
 
         if isinstance(value, tuple):
             return value
         names = tuple(m.strip() for m in str(value).split(",") if m.strip())
         if not names:
-            self.fail(f"no modality named; choose from {', '.join(vocab.MODALITIES)}", param, ctx)
+            self.fail(f"no modality named; choose from {', '.join(plugins.modality_names())}", param, ctx)
         for name in names:
-            if name not in vocab.MODALITIES:
-                self.fail(f"unknown modality {name!r}; choose from {', '.join(vocab.MODALITIES)}", param, ctx)
+            if name not in plugins.modality_names():
+                self.fail(f"unknown modality {name!r}; choose from {', '.join(plugins.modality_names())}", param, ctx)
         if len(set(names)) != len(names):
             self.fail(f"a modality is listed twice: {','.join(names)}", param, ctx)
         return names

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from .. import vocab
+from .. import plugins, vocab
 from . import atomic
 
 # Files of the card itself and of the evaluation are not dataset content; hidden entries
@@ -47,7 +47,7 @@ def content_hash(root: Path) -> str:
 def _pair_order(pair: str) -> tuple[int, int]:
     """'modality/task type' in vocabulary order (modality first)."""
     modality, task = pair.split("/", 1)
-    return vocab.MODALITIES.index(modality), vocab.TASK_TYPES.index(task)
+    return plugins.modality_names().index(modality), vocab.TASK_TYPES.index(task)
 
 
 def count_rows(root: Path) -> dict:
@@ -66,7 +66,7 @@ def count_rows(root: Path) -> dict:
             per_pair[f"{modality}/{task}"] += 1
     return {
         "rows": sum(per_modality.values()),
-        "modality": {m: per_modality[m] for m in vocab.MODALITIES if per_modality[m]},
+        "modality": {m: per_modality[m] for m in plugins.modality_names() if per_modality[m]},
         "task_type": {t: per_task[t] for t in vocab.TASK_TYPES if per_task[t]},
         "dimension": {d: per_dimension[d] for d in vocab.DIMENSIONS if per_dimension[d]},
         "modality_task_type": {p: per_pair[p] for p in sorted(per_pair, key=_pair_order)},
@@ -79,7 +79,7 @@ def planned_counts(planned: dict[str, dict[str, int]]) -> dict:
     per_task = {t: sum(tasks.get(t, 0) for tasks in planned.values()) for t in vocab.TASK_TYPES}
     return {
         "rows": sum(sum(tasks.values()) for tasks in planned.values()),
-        "modality": {m: sum(planned[m].values()) for m in vocab.MODALITIES if m in planned},
+        "modality": {m: sum(planned[m].values()) for m in plugins.modality_names() if m in planned},
         "task_type": {t: n for t, n in per_task.items() if n},
         "modality_task_type": {p: n for p, n in sorted(((f"{m}/{t}", n) for m, tasks in planned.items() for t, n in tasks.items()),
                                                         key=lambda item: _pair_order(item[0]))},

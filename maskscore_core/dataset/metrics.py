@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 from scipy.stats import kendalltau
 
-from .. import vocab
+from .. import plugins, vocab
 from .protocol import expected_levels, graded_pairs
 
 RESAMPLES = 1000
@@ -98,7 +98,7 @@ def summarize_dimension(outcomes: list[RowOutcome], seed: int, resamples: int = 
     if not outcomes:
         raise ValueError("no rows to summarize")
     tasks = [t for t in vocab.TASK_TYPES if any(o.task_type == t for o in outcomes)]
-    modalities = [m for m in vocab.MODALITIES if any(o.modality == m for o in outcomes)]
+    modalities = [m for m in plugins.modality_names() if any(o.modality == m for o in outcomes)]
     shape = (len(modalities), len(tasks))
     cells = np.array([modalities.index(o.modality) * len(tasks) + tasks.index(o.task_type) for o in outcomes])
     correct = np.array([o.correct for o in outcomes], dtype=float)

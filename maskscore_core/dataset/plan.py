@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from .. import edits, limits, vocab
+from .. import edits, limits, plugins, vocab
 from .splits import SCORED_SPLITS, check_split
 
 # The design's sizes (EditScore's three datasets).
@@ -39,12 +39,14 @@ class PlanError(ValueError):
 
 
 def _modalities(value) -> tuple[str, ...]:
-    names = tuple(value) if value else vocab.MODALITIES
+    names = tuple(value) if value else plugins.modality_names()
+    if not names:
+        raise PlanError("no modality plugin is installed; install one (pip install maskscore-mesh) or name --modalities")
     for name in names:
         vocab.check_modality(name)
     if len(set(names)) != len(names):
         raise PlanError(f"modalities listed twice: {names}")
-    return tuple(m for m in vocab.MODALITIES if m in names)  # vocabulary order, whatever the input order
+    return tuple(m for m in plugins.modality_names() if m in names)  # registered order, whatever the input order
 
 
 @attrs.frozen

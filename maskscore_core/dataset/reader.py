@@ -56,7 +56,7 @@ def shard_paths(root: Path, modalities=None) -> list[Path]:
     root = Path(root)
     if not (root / "data").is_dir():
         raise DatasetReadError(f"{root} is not a MaskScore dataset: no data/ directory")
-    wanted = set(modalities) if modalities else set(vocab.MODALITIES)
+    wanted = set(modalities) if modalities else set(plugins.modality_names())
     for name in wanted:
         vocab.check_modality(name)
     return sorted(p for p in (root / "data").glob("*/shard-*.parquet") if p.parent.name in wanted)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import vocab
+from .. import plugins, vocab
 
 
 def _cell(figure: dict | None) -> str:
@@ -52,7 +52,7 @@ def markdown(reports: list[dict]) -> str:
         for task in vocab.TASK_TYPES:
             if any(task in d.get("task_types", {}) for d in dims):
                 lines.append(f"| {task} | " + " | ".join(_cell(d.get("task_types", {}).get(task)) for d in dims) + " |")
-        for modality in vocab.MODALITIES:
+        for modality in plugins.modality_names():
             if any(modality in d.get("modalities", {}) for d in dims):
                 lines.append(f"| modality {modality} | " + " | ".join(_cell(d.get("modalities", {}).get(modality)) for d in dims) + " |")
         lines.append("")

@@ -109,7 +109,7 @@ def scoring_config(config: BuildConfig) -> dict:
 
 
 def shard_rng(config: BuildConfig, spec: ShardSpec) -> np.random.Generator:
-    modality_id = vocab.MODALITIES.index(spec.modality)
+    modality_id = plugins.modality(spec.modality).stream_id()
     return np.random.default_rng([config.seed, SPLITS.index(config.split), modality_id, spec.index])
 
 
