@@ -12,7 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from click.testing import CliRunner
+
 from maskscore_core import hookspecs, parts, plugins
+from maskscore_core.cli import main
 from maskscore_core.records import Candidate, PartMask
 from maskscore_core.testing import face_state, small_context, unit_instance
 
@@ -257,6 +260,9 @@ def test_two_plugins_registering_one_name_is_an_error_naming_both(install, monke
     install("maskscore-fake-second", GREEDY.format(name="judge"))
     with pytest.raises(plugins.DuplicateNameError, match="maskscore-fake-first 1.0.*maskscore-fake-second 1.0"):
         plugins.call("score", "judge", scorer="judge", instance=None, candidates=[], ctx=None)
+    shown = CliRunner().invoke(main, ["list-plugins"])
+    assert shown.exit_code == 0 and "Names registered twice" in shown.output
+    assert "scorer 'judge' is registered by more than one plugin: maskscore-fake-first" in shown.output
     listed = {r.distribution: r for r in plugins.list_plugins()}
     assert "registered by more than one plugin" in listed["maskscore-fake-first"].error
     assert "registered by more than one plugin" in listed["maskscore-fake-second"].error
@@ -287,18 +293,22 @@ def test_a_hook_that_raises_names_its_plugin_and_distribution(install):
     assert "\n" not in line
 
 
-def test_a_registration_that_raises_is_a_load_error_and_the_rest_works(install, tmp_path):
-    source = """
-        from maskscore_core import hookimpl
+BROKEN_REGISTRATION = """
+    from maskscore_core import hookimpl
 
-        @hookimpl
-        def register_editors(register):
-            raise RuntimeError("cannot find my weights")
-    """
-    module = install("maskscore-fake-broken", source)
+    @hookimpl
+    def register_editors(register):
+        raise RuntimeError("cannot find my weights")
+"""
+
+
+def test_a_registration_that_raises_is_a_load_error_and_the_rest_works(install, tmp_path):
+    module = install("maskscore-fake-broken", BROKEN_REGISTRATION)
     (failure,) = [f for f in plugins.load_errors() if f.distribution == "maskscore-fake-broken"]
     assert failure.name == module and failure.error == "RuntimeError: cannot find my weights"
     assert plugins.get_plugin_manager().get_plugin(module) is None
+    shown = CliRunner().invoke(main, ["list-plugins"])
+    assert shown.exit_code == 0 and f"{module} (maskscore-fake-broken): RuntimeError: cannot find my weights" in shown.output
     assert plugins.call("mask_part", "mesh", modality="mesh", part="mouth", ctx=small_context(tmp_path)) is not None
 
 
@@ -308,3 +318,21 @@ def test_a_candidate_of_an_unknown_modality_is_named(tmp_path):
     object.__setattr__(stray.asset, "modality", "smell")  # as a foreign dataset could hold it
     with pytest.raises(plugins.NoPluginError, match="'decode_to_mesh' for 'smell'"):
         plugins.call("decode_to_mesh", "smell", asset=stray.asset, instance=instance, ctx=small_context(tmp_path))
+
+
+def test_a_broken_plugin_does_not_stop_a_build(install, tmp_path, monkeypatch):
+    install("maskscore-fake-broken", BROKEN_REGISTRATION)
+    tests = str(Path(__file__).resolve().parent)
+    monkeypatch.syspath_prepend(tests)
+    monkeypatch.setenv("PYTHONPATH", tests)
+    monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "maskscore-fake-broken")  # no modality plugin but the toy's
+    plugins.reset()
+    from test_build import toy_config
+
+    from maskscore_core.dataset.runner import run_build
+    from maskscore_core.dataset.shard import register_plugin_modules
+
+    register_plugin_modules(["test_build_fixtures"])
+    summary = run_build(toy_config(tmp_path / "bench", rows=24), progress=False)
+    assert summary.rows == 24
+    assert [f.distribution for f in plugins.load_errors()] == ["maskscore-fake-broken"]
