@@ -9,7 +9,7 @@ candidate back (EditScore runs such a reward proxy). POST /score with JSON
 answers {"scorer": NAME, "results": [{"label", "instruction_following", "consistency", "overall"}
 or {"label", "error"}, ...]} in the candidates' order. A candidate that cannot be read or
 scored is an error in its place, never a score (EditScore's proxy fills 0.0; this one does not);
-the others are still scored. Values are read with the modality's `read_asset` hook, files
+the others are still scored. Values are read with the registered modality's `read`, files
 relative to --root. An instance that does not parse is HTTP 400 with one line.
 
 Scoring runs on one worker thread, one request at a time (scorers share renderers and models);

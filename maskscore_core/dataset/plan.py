@@ -162,7 +162,7 @@ def task_slots(modality: str, instances: int) -> tuple[str, ...]:
     """The task type of each of `modality`'s instance slots: its task types in turn."""
     tasks = edits.task_types(modality)
     if not tasks:
-        raise PlanError(f"the {modality} modality has no task type in edits.TASK_TABLE; it cannot be planned")
+        raise PlanError(f"the {modality} modality has no task type in its task_table; it cannot be planned")
     return tuple(tasks[i % len(tasks)] for i in range(instances))
 
 

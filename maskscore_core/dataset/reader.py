@@ -1,6 +1,6 @@
 """Reading a built dataset back: rows, their edit instances (sidecars) and their candidates.
 
-Candidates are rebuilt from a row's candidate column with the `read_asset` hook; a bench row
+Candidates are rebuilt from a row's candidate column with the registered modality's `read`; a bench row
 lists its modality's ladder in order (rung 1 first; speech and text drop rung 4, as the levels
 the bench recorded say: `ladder_rungs`), so their rungs follow from their positions.
 """
@@ -106,7 +106,7 @@ def ladder_rungs(root: Path, modality: str, count: int) -> list[int]:
 
 
 def read_candidates(root: Path, modality: str, values: list, ctx: Context, rungs: list | None = None) -> list[Candidate]:
-    """Candidates from their column values (read_asset), labelled and ranked by their rungs
+    """Candidates from their column values (`Modality.read`), labelled and ranked by their rungs
     (default `ladder_rungs`). The build scores exactly these, so its stored scores are the scores
     of what rows point to."""
     rungs = ladder_rungs(root, modality, len(values)) if rungs is None else list(rungs)
@@ -119,7 +119,7 @@ def read_candidates(root: Path, modality: str, values: list, ctx: Context, rungs
 
 
 def load_candidates(root: Path, modality: str, row: dict, ctx: Context) -> list[Candidate]:
-    """The row's candidates as Assets (read_asset), labelled and ranked by their ladder position;
+    """The row's candidates as Assets (`Modality.read`), labelled and ranked by their ladder position;
     DatasetReadError naming the row when one cannot be read (missing, corrupt, outside the dataset)."""
     try:
         return read_candidates(root, modality, candidate_values(modality, row), ctx)

@@ -1,7 +1,7 @@
 """One shard's data flow, from source trials to a committed Parquet file.
 
 For each instance: source trials -> edit instances -> candidates (`edit`) -> scores (`score`,
-scored splits only) -> assets (`write_asset`) -> one row per dimension (`reward_row`).
+scored splits only) -> assets (`Modality.write`) -> one row per dimension (`Modality.row`).
 Everything is written under a private temporary root that mirrors the dataset's layout, then
 committed: the asset directory and the instance sidecars are moved into place first, the
 Parquet file last, listing every other file with its sha256. A shard whose Parquet file exists
@@ -123,7 +123,7 @@ def row_key(spec: ShardSpec, position: int, instance: EditInstance) -> str:
 
 
 def _column_value(value, temp_root: Path, asset_dir: Path):
-    """write_asset's answer as a path relative to the dataset root (lists pass through)."""
+    """`Modality.write`'s answer as a path relative to the dataset root (lists pass through)."""
     if not isinstance(value, str):
         return value
     path = Path(value)
@@ -133,7 +133,7 @@ def _column_value(value, temp_root: Path, asset_dir: Path):
         return path.as_posix()
     if (asset_dir / path).exists():
         return (asset_dir / path).relative_to(temp_root).as_posix()
-    raise ShardError(f"write_asset returned {value!r}, which names no file under the dataset root")
+    raise ShardError(f"Modality.write returned {value!r}, which names no file under the dataset root")
 
 
 def _ordered(candidates: list[Candidate]) -> list[Candidate]:

@@ -3,11 +3,11 @@
 In memory a multimodal asset is a `CrossModal`: the modality-neutral content (the `Target` the
 editor asked for) and, once known, its realisation in the row's output modality (an `Asset` of
 that modality). Which modality that is depends on the instance (see `pairs`), which `encode`
-and `write_asset` do not see; so encoding keeps the Target, and the realisation is made when the
+and `write` do not see; so encoding keeps the Target, and the realisation is made when the
 instance is known: at decode time, and when the reward row is written.
 
 On disk an asset is a folder: `target.json` (the Target), `manifest.json` (format, and the
-realised modality and the value its own plugin's `write_asset` returned) and the realised
+realised modality and the value its own modality's `write` returned) and the realised
 files, written by that modality's plugin into the same folder.
 """
 

@@ -1,6 +1,6 @@
 """The TextEditReward row (docs/design.md's columns, in order; see schemas/TextEditReward.json).
 
-Transcripts are stored in the table itself (input_text, output_texts). `write_asset` also
+Transcripts are stored in the table itself (input_text, output_texts). `Text.write` also
 keeps each one as `<name>.txt` under the dataset's assets (so every modality's assets are files
 the dataset builder can check) and returns that path; the row reads the transcripts back from
 those files. The only file a row names is the conditioning image, an RGB render of frame A
@@ -28,7 +28,7 @@ def write_transcript(text: str, path: Path) -> Path:
 
 
 def transcript_of(value, root, what: str) -> str:
-    """A row value as a transcript: the content of the `.txt` file write_asset returned, or the
+    """A row value as a transcript: the content of the `.txt` file `write` returned, or the
     value itself when it is already a transcript."""
     if isinstance(value, (str, os.PathLike)) and str(value).endswith(SUFFIX):
         path = Path(value) if Path(value).is_absolute() or root is None else Path(root) / value
