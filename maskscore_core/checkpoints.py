@@ -119,9 +119,10 @@ def load_into(module, tensors: dict, where: Path) -> None:
 # Resumable training state.
 
 
-def save_state(directory: Path, step: int, model, optimizer, history: list[dict]) -> None:
-    """The model's and the optimizer's tensors, the step reached and the curve so far, in one
-    file (one rename): a kill leaves either the previous state or this one, never a mix."""
+def save_state(directory: Path, step: int, model, optimizer, history: list[dict], scratch: list | None = None) -> None:
+    """The model's and the optimizer's tensors, the step reached, the curve so far and the
+    trainer's `scratch` (e.g. the losses of a logging window not yet written), in one file (one
+    rename): a kill leaves either the previous state or this one, never a mix."""
     from safetensors.torch import save as save_bytes
 
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
@@ -132,14 +133,15 @@ def save_state(directory: Path, step: int, model, optimizer, history: list[dict]
                 tensors[f"opt.{index}.{name}"] = value
             else:
                 scalars[f"{index}.{name}"] = value
-    metadata = {"step": str(step), "scalars": json.dumps(scalars), "history": json.dumps(history)}
+    metadata = {"step": str(step), "scalars": json.dumps(scalars), "history": json.dumps(history),
+                "scratch": json.dumps(scratch or [])}
     tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
     _atomic_bytes(Path(directory) / STATE, save_bytes(tensors, metadata=metadata))
 
 
-def resume_state(directory: Path, model, optimizer) -> tuple[int, list[dict]] | None:
-    """(step, history) of a saved training state, loaded into `model` and `optimizer`; None when
-    there is none (a fresh run)."""
+def resume_state(directory: Path, model, optimizer) -> tuple[int, list[dict], list] | None:
+    """(step, history, scratch) of a saved training state, loaded into `model` and `optimizer`;
+    None when there is none (a fresh run)."""
     import torch
     from safetensors import safe_open
 
@@ -153,6 +155,7 @@ def resume_state(directory: Path, model, optimizer) -> tuple[int, list[dict]] | 
         step = int(metadata["step"])
         scalars = json.loads(metadata["scalars"])
         history = json.loads(metadata["history"])
+        scratch = json.loads(metadata.get("scratch", "[]"))
     except (KeyError, ValueError, TypeError) as err:
         raise CheckpointError(f"training state {path} is corrupt: {type(err).__name__}: {err}") from None
     load_into(model, {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, path)
@@ -170,7 +173,7 @@ def resume_state(directory: Path, model, optimizer) -> tuple[int, list[dict]] | 
         optimizer.load_state_dict(state_dict)
     except (ValueError, KeyError, RuntimeError) as err:
         raise CheckpointError(f"training state {path} does not match this optimizer: {err}") from None
-    return step, history
+    return step, history, scratch
 
 
 def clear_state(directory: Path) -> None:

@@ -1,5 +1,5 @@
 """The self-supervised loop end to end, tiny: `maskscore loop` runs stages 1-4 on the built-in
-data (8 subjects, seed 1: three held out for the bench; 2 views of 32 px; an MLP 32 wide), and
+data (7 subjects, seed 1: two held out for the bench; 2 views of 32 px; an MLP 32 wide), and
 every artefact it leaves is checked: checkpoints (safetensors + config), curves (PNG), the
 native editor's bench scored by render-compare, the reward model graded by `maskscore eval`
 beside latent-l2 and render-compare, the RL run's held-out before/after. Then what a loop run
@@ -30,10 +30,10 @@ from maskscore_core.dataset import reader
 
 DISTRIBUTIONS = ("maskscore-pose", "maskscore-native-editor", "maskscore-reward-model")
 pytestmark = [pytest.mark.slow, pytest.mark.maskscore_plugins(*DISTRIBUTIONS)]
-TINY = {"seed": 1, "subjects": 8, "editor_steps": 6, "width": 32, "reward_rows": 12, "bench_rows": 6, "native_rows": 3,
+TINY = {"seed": 1, "subjects": 7, "editor_steps": 6, "width": 32, "reward_rows": 12, "bench_rows": 6, "native_rows": 3,
         "reward_steps": 30, "rl_rows": 2, "rl_steps": 2, "eval_instances": 2, "views": 2, "resolution": 32,
         "shard_size": 4, "workers": 1, "progress": False}
-EDITOR_ARGS = ["--subjects", "8", "--seed", "1", "--width", "32", "--depth", "1", "--batch", "16", "--quiet"]
+EDITOR_ARGS = ["--subjects", "3", "--seed", "1", "--width", "32", "--depth", "1", "--batch", "16", "--quiet"]
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def test_reward_model_reads_no_rung_or_label(loop, tmp_path):
     plain = [Candidate(f"x{i}", Asset("pose", c.asset.data)) for i, c in reversed(list(enumerate(ladder)))]
     first = plugins.call("score", "reward-model", scorer="reward-model", instance=instance, candidates=ladder, ctx=ctx)
     second = plugins.call("score", "reward-model", scorer="reward-model", instance=instance, candidates=plain, ctx=ctx)
-    assert [s.overall for s in first] == [s.overall for s in reversed(second)]
+    assert [s.overall for s in first] == pytest.approx([s.overall for s in reversed(second)], abs=1e-6)
     bad = [Candidate("short", Asset("pose", np.zeros(10)))]
     with pytest.raises(ValueError, match="237 floats"):
         plugins.call("score", "reward-model", scorer="reward-model", instance=instance, candidates=bad, ctx=ctx)
@@ -163,7 +163,7 @@ def test_bad_checkpoints_are_one_line_errors(loop, tmp_path):
 
 def _editor_cli(out: Path, steps: int) -> list[str]:
     return [sys.executable, "-m", "maskscore_core", "train", "editor", "--out", str(out), "--steps", str(steps),
-            "--save-every", "2", *EDITOR_ARGS]
+            "--save-every", "50", *EDITOR_ARGS]
 
 
 def test_editor_training_resumes_after_kill_9_to_the_same_bytes(tmp_path):
@@ -181,11 +181,11 @@ def test_editor_training_resumes_after_kill_9_to_the_same_bytes(tmp_path):
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert json.loads(finished.stdout)["resumed_from"] == saved[0]
     whole = tmp_path / "whole"
-    code, output = invoke("train", "editor", "--out", str(whole), "--steps", "400", "--save-every", "2", *EDITOR_ARGS)
+    code, output = invoke("train", "editor", "--out", str(whole), "--steps", "400", "--save-every", "50", *EDITOR_ARGS)
     assert code == 0, output
     assert (killed / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
     assert json.loads((killed / "curves.json").read_text()) == json.loads((whole / "curves.json").read_text())
-    code, output = invoke("train", "editor", "--out", str(whole), "--steps", "401", "--save-every", "2", *EDITOR_ARGS)
+    code, output = invoke("train", "editor", "--out", str(whole), "--steps", "401", "--save-every", "50", *EDITOR_ARGS)
     assert code == 1 and "another configuration" in output and output.count("\n") == 1
 
 

@@ -72,9 +72,16 @@ def conditioning(model, instances, repeat: int = 1):
 
 
 def to_states(model, x, instances, repeat: int = 1) -> list:
-    """Body states from normalised samples (rows ordered as `conditioning` made them)."""
+    """Body states from normalised samples (rows ordered as `conditioning` made them): the part
+    from the sample, every other value frame A's own (exactly, not through float32)."""
     raw = model.denormalise(x).double().numpy()
-    return [params.to_state(raw[i], instances[i // repeat].a.state) for i in range(len(raw))]
+    states = []
+    for i in range(len(raw)):
+        instance = instances[i // repeat]
+        mask = params.part_mask(instance.instruction.part)
+        vector = np.where(mask > 0, raw[i], params.to_vector(instance.a.state))
+        states.append(params.to_state(vector, instance.a.state))
+    return states
 
 
 def sample_states(model, instance, count: int, eta: float, seed: int, steps: int = STEPS) -> list:

@@ -113,7 +113,7 @@ def _train(out, opts, policy, reference, base_config, prompts, options, workdir,
         p.requires_grad_(False)
     optimizer = torch.optim.Adam(policy.parameters(), lr=opts["lr"])
     resumed = checkpoints.resume_state(out, policy, optimizer)
-    start, history = resumed if resumed else (0, [])
+    start, history, _ = resumed if resumed else (0, [], [])
     ctx = Context(workdir=workdir, seed=opts["seed"], config={"views": opts["views"], "resolution": opts["resolution"],
                                                               "weights": options.get("reward_weights") or "default"})
     extra = {**{k: v for k, v in base_config.items() if k not in ("kind", "format", "model")},

@@ -39,11 +39,10 @@ def _train(out: Path, opts: dict, bank, parts, progress: bool) -> dict:
     model.mean.copy_(torch.as_tensor(mean)), model.scale.copy_(torch.as_tensor(scale))
     optimizer = torch.optim.Adam(model.parameters(), lr=opts["lr"])
     resumed = checkpoints.resume_state(out, model, optimizer)
-    start, history = resumed if resumed else (0, [])
+    start, history, window = resumed if resumed else (0, [], [])
     extra = {"train": opts, "parts": list(parts), "frames": int(len(bank.vectors)), "subjects": len(bank.by_subject)}
     started = time.perf_counter()
     bar = tqdm(total=opts["steps"], initial=start, desc="train editor", unit="step", file=sys.stderr, disable=not progress)
-    window = []
     for step in range(start, opts["steps"]):
         rows = data.batch(bank, parts, opts["seed"], step, opts["batch"], opts["drop"])
         generator = torch.Generator().manual_seed(rows["noise_seed"])
@@ -63,7 +62,7 @@ def _train(out: Path, opts: dict, bank, parts, progress: bool) -> dict:
             bar.set_postfix(loss=f"{history[-1]['loss']:.4f}")
         if done % opts["save_every"] == 0 and done < opts["steps"]:
             save(model, out, {**extra, "steps_done": done})
-            checkpoints.save_state(out, done, model, optimizer, history)
+            checkpoints.save_state(out, done, model, optimizer, history, window)
             checkpoints.write_curves(out, history, "native-flow editor: masked-part reconstruction")
     bar.close()
     save(model, out, {**extra, "steps_done": opts["steps"]})

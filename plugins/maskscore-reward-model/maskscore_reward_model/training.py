@@ -93,7 +93,7 @@ def _train(out: Path, opts: dict, data: dict, source: Path, progress: bool) -> d
     model = RewardNet(opts["width"], opts["depth"])
     optimizer = torch.optim.Adam(model.parameters(), lr=opts["lr"])
     resumed = checkpoints.resume_state(out, model, optimizer)
-    start, history = resumed if resumed else (0, [])
+    start, history, _ = resumed if resumed else (0, [], [])
     extra = {"train": opts, "data": str(source), "instances": data["instances"], "candidates": int(len(x))}
     started = time.perf_counter()
     bar = tqdm(total=opts["steps"], initial=start, desc="train reward", unit="step", file=sys.stderr, disable=not progress)
