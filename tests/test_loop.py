@@ -32,7 +32,7 @@ DISTRIBUTIONS = ("maskscore-pose", "maskscore-native-editor", "maskscore-reward-
 pytestmark = [pytest.mark.slow, pytest.mark.maskscore_plugins(*DISTRIBUTIONS)]
 TINY = {"seed": 1, "subjects": 7, "editor_steps": 6, "width": 32, "reward_rows": 12, "bench_rows": 6, "native_rows": 3,
         "reward_steps": 30, "rl_rows": 2, "rl_steps": 2, "eval_instances": 2, "views": 2, "resolution": 32,
-        "shard_size": 4, "workers": 1, "progress": False}
+        "rate_groups": None, "shard_size": 4, "workers": 1, "progress": False}
 EDITOR_ARGS = ["--subjects", "3", "--seed", "1", "--width", "32", "--depth", "1", "--batch", "16", "--quiet"]
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -154,7 +155,7 @@ def run_loop(out: Path, opts: dict) -> dict:
         out / "native-bench", "reward-model", weights["reward-model"], opts["views"], opts["resolution"], seed))
     figures["throughput"] = stage("3 candidates per second", lambda: candidates_per_second(
         out / "bench", {"reward-model": weights["reward-model"], "render-compare": "default"}, opts["views"],
-        opts["resolution"], seed))
+        opts["resolution"], seed, opts["rate_groups"]))
     stage("4 build rl-train", lambda: _build("rl-train", out / "rl-train", opts, opts["rl_rows"]))
     figures["rl"] = stage("4 train rl", lambda: run_trainer("flow-grpo", {
         "out": str(out / "rl"), "editor": str(out / "editor"), "data": str(out / "rl-train"), "reward": "reward-model",
@@ -162,6 +163,8 @@ def run_loop(out: Path, opts: dict) -> dict:
         "steps": opts["rl_steps"], "eval_instances": opts["eval_instances"], "views": opts["views"],
         "resolution": opts["resolution"], "progress": opts["progress"]}, seed))
     timings["total"] = round(time.perf_counter() - started, 1)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    timings["cpu (user + system) of this process"] = round(usage.ru_utime + usage.ru_stime, 1)
     figures["seconds"] = timings
     write_text(out / "report.json", json.dumps(figures, indent=2, sort_keys=True) + "\n")
     write_text(out / "report.md", markdown(figures, out))
@@ -185,7 +188,8 @@ def markdown(figures: dict, out: Path) -> str:
     bench, rl, rate = figures["bench"], figures["rl"], figures["throughput"]["rates"]
     lines = ["# MaskScore loop report", "",
              f"Seed {figures['options']['seed']}, modality {MODALITY}, {figures['options']['views']} views of"
-             f" {figures['options']['resolution']} px; total {figures['seconds']['total']:.0f} s on {os.cpu_count()} cores.", "",
+             f" {figures['options']['resolution']} px; {figures['seconds']['total']:.0f} s wall"
+             f" ({figures['seconds']['cpu (user + system) of this process']:.0f} s of CPU) on {os.cpu_count()} cores.", "",
              "## Stage 3: pair accuracy on the held-out-subject bench (95% bootstrap intervals)", "",
              "| scorer | overall accuracy | instruction_following | consistency | overall dim | failed rows |",
              "|---|---|---|---|---|---|"]
@@ -244,12 +248,13 @@ def markdown(figures: dict, out: Path) -> str:
 @click.option("--workers", type=options.WORKERS, default=1, show_default=True)
 @click.option("--quiet", is_flag=True)
 def loop_command(out, seed, subjects, editor_steps, width, reward_rows, bench_rows, native_rows, reward_steps, rl_rows,
-                 rl_steps, eval_instances, views, resolution, shard_size, workers, quiet):
+                 rl_steps, eval_instances, rate_groups, views, resolution, shard_size, workers, quiet):
     """Run the loop's four stages small on the built-in data; write DIR/report.md."""
     options.check_render_size(views, resolution)
     opts = {"seed": seed, "subjects": subjects, "editor_steps": editor_steps, "width": width, "reward_rows": reward_rows,
             "bench_rows": bench_rows, "native_rows": native_rows, "reward_steps": reward_steps, "rl_rows": rl_rows,
-            "rl_steps": rl_steps, "eval_instances": eval_instances, "views": views, "resolution": resolution,
+            "rl_steps": rl_steps, "eval_instances": eval_instances, "rate_groups": rate_groups, "views": views,
+            "resolution": resolution,
             "shard_size": shard_size, "workers": workers, "progress": not quiet}
     figures = run_loop(Path(out), opts)
     click.echo((Path(out) / "report.md").read_text())
