@@ -17,6 +17,8 @@ OUT = HERE.parent / "out" / "bench"
 BENCHMARKS = {
     "bench_metric.py": ("--out", []),
     "bench_build.py": ("--json", ["--rows", "24"]),
+    # detect + fit per frame of the pixel path (image modality, pixel clips), frontal, 256 px
+    "bench_landmark_fit.py": ("--json", ["--yaws", "0", "--sizes", "256"]),
     "bench_calibration.py": ("--out", []),
 }
 
