@@ -62,6 +62,7 @@ def build_command(split, out, rows, seed, source, subjects, source_options, moda
     )
     summary = run_build(config, progress=not quiet, bench_dir=bench_dir)
     click.echo(
-        f"{summary.rows} rows in {out} ({summary.shards_built} shards built, {summary.shards_resumed} already done);"
+        f"{summary.rows} rows in {out} ({summary.shards_built} shards built, {summary.shards_resumed} already done"
+        + (f", {summary.shards_repaired} damaged shards rebuilt" if summary.shards_repaired else "") + ");"
         f" content sha256 {summary.card['content_sha256']}"
     )
