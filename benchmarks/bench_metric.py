@@ -2,11 +2,14 @@
 
 One row = one edit scored the way the dataset builder scores it: frames A and B prepared
 (rendered, LPIPS features), then 5 ladder candidates scored on all three dimensions.
-The floor is the same renders and the same LPIPS forwards timed alone, without any comparison:
-frame A, frame B and each candidate moved onto A's head, and the mesh halfway from A to B:
-8 renders and as many 8-view LPIPS forwards here; the figures report how many. full / floor says how much the comparisons (L1,
-SSIM, LPIPS distances, masks, head-motion fits) add on top. Wall time and process CPU time are
-both reported: on a shared machine the CPU time is the steadier figure.
+The floor is the same renders and the same AlexNet forwards without any comparison: they are
+recorded while a full row runs (`_recorded_work`: every mesh the renderer is given, every image
+batch AlexNet sees), then replayed with the scorer's own overlap, renders on this thread while
+the forwards run on the scorer's pool (`_floor`). So the floor follows the metric as it changes;
+the figures report how many renders and images a row takes. full / floor says how much the
+comparisons (L1, SSIM, LPIPS distances, masks, head-motion fits) add on top. `stage_cpu_s` splits
+one row's process CPU time into renders, AlexNet and the rest, run one after another on one
+torch thread: that split holds on a loaded machine, where wall times do not.
 
 Two rates: one stream (this process, torch on up to 2 threads), and the machine's: `--streams`
 processes scoring at once, each on its share of the cores (MASKSCORE_THREADS), the way a
@@ -120,6 +123,69 @@ def machine_throughput(streams: int, rows: int, views: int, resolution: int, par
     }
 
 
+def _recorded_work(compare, full_row) -> tuple[list, list]:
+    """The meshes one full row renders and the image batches it runs through AlexNet, recorded
+    while it runs (so the floor follows whatever the metric renders, with no list kept here)."""
+    import torch
+
+    meshes, batches = [], []
+    render, features = compare.renderer.render, compare.lpips.features
+
+    def record_render(vertices, *args, **kwargs):
+        meshes.append(np.array(vertices, copy=True))
+        return render(vertices, *args, **kwargs)
+
+    def record_features(images):
+        batches.append(torch.as_tensor(images).clone())
+        return features(images)
+
+    compare.renderer.render, compare.lpips.features = record_render, record_features  # shadow the methods
+    try:
+        full_row()
+    finally:
+        del compare.renderer.render, compare.lpips.features
+    return meshes, batches
+
+
+def _floor(compare, meshes, batches):
+    """The floor row: the recorded renders on this thread while the recorded AlexNet forwards run
+    on the scorer's pool, one torch thread each, as the scorer runs them; no comparison."""
+    from maskscore_core import render_compare
+
+    def floor_row():
+        pool = render_compare._comparison_pool()
+        with render_compare._one_torch_thread():
+            futures = [pool.submit(compare.lpips.features, batch) for batch in batches]
+            for vertices in meshes:
+                compare.renderer.render(vertices)
+            for future in futures:
+                future.result()
+
+    return floor_row
+
+
+def _stage_cpu(compare, meshes, batches, full_row) -> dict:
+    """Process CPU seconds of one row's stages run one after another on one torch thread: the
+    renders, the AlexNet forwards, and the rest of a full row (the comparisons: depth, normals,
+    SSIM, LPIPS distances, masks, head motion). Medians of three runs each."""
+    from maskscore_core import render_compare
+
+    def cpu(work) -> float:
+        spent = []
+        for _ in range(3):
+            start = time.process_time()
+            work()
+            spent.append(time.process_time() - start)
+        return float(np.median(spent))
+
+    with render_compare._one_torch_thread():
+        renders = cpu(lambda: [compare.renderer.render(v) for v in meshes])
+        alexnet = cpu(lambda: [compare.lpips.features(b) for b in batches])
+    row = cpu(full_row)
+    return {"renders": round(renders, 4), "alexnet": round(alexnet, 4), "full_row": round(row, 4),
+            "comparisons": round(row - renders - alexnet, 4)}
+
+
 @click.command()
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="write the figures as JSON here")
 @click.option("--rows", default=5, show_default=True, type=click.IntRange(min=1))
@@ -131,38 +197,16 @@ def machine_throughput(streams: int, rows: int, views: int, resolution: int, par
 def main(out_path, rows, views, resolution, part, streams):
     import torch
 
-    from maskscore_core import head_motion
-    from maskscore_core.image_metrics import normals_to_images
-    from maskscore_core.render_compare import NO_ALIGN_PARTS
-    from maskscore_core.views import framing_of
-
     setup_start = time.perf_counter()
     compare, ref_a, ref_b, decoded = _warm_scorer(views, resolution, part)
     setup_s = time.perf_counter() - setup_start
-    frame_a, frame_b, candidates = ref_a.vertices, ref_b.vertices, [d.vertices for d in decoded]
 
     def full_row():
         return compare.score(compare.prepare(ref_a, ref_b, part), decoded)
 
-    # The floor renders exactly the meshes the full row renders: frame A, then frame B and each
-    # candidate moved onto A's head (as they are for the neck), and the mesh halfway between A
-    # and B (it calibrates instruction_following), all framed on frame A's head.
-    frame, framing = head_motion.head_frame(frame_a, part), framing_of(frame_a)
-
-    def aligned(vertices):
-        return framing.apply(vertices if part in NO_ALIGN_PARTS else head_motion.align_to_a(frame, vertices))
-
-    halfway = framing.apply(0.5 * (frame_a + (frame_b if part in NO_ALIGN_PARTS else head_motion.align_to_a(frame, frame_b))))
-    reference_meshes = [framing.apply(frame_a), aligned(frame_b), halfway]
-    candidate_meshes = [aligned(v) for v in candidates]
-    floor_renders = len(reference_meshes) + len(candidate_meshes)
-
-    def floor_row():
-        renders = [compare.renderer.render(v) for v in (*reference_meshes, *candidate_meshes)]
-        refs = normals_to_images(np.concatenate([r.normals for r in renders[: len(reference_meshes)]]))
-        cands = normals_to_images(np.concatenate([r.normals for r in renders[len(reference_meshes) :]]))
-        compare.lpips.features(refs)
-        compare.lpips.features(cands)
+    meshes, batches = _recorded_work(compare, full_row)
+    floor_row = _floor(compare, meshes, batches)
+    stages = _stage_cpu(compare, meshes, batches, full_row)
 
     # Interleave full and floor rows so that load from other processes hits both alike.
     full_times, floor_times, full_cpu, floor_cpu = [], [], [], []
@@ -187,7 +231,9 @@ def main(out_path, rows, views, resolution, part, streams):
                    "torch_threads": torch.get_num_threads(), "machine": platform.machine(),
                    "cpus": os.cpu_count()},
         "setup_s": round(setup_s, 3),
-        "renders_per_row": floor_renders,
+        "renders_per_row": len(meshes),
+        "alexnet_images_per_row": int(sum(len(b) for b in batches)),
+        "stage_cpu_s": stages,
         "row_s_median": round(full_s, 4),
         "floor_row_s_median": round(floor_s, 4),
         "rows_per_s": round(1.0 / full_s, 3),
@@ -212,6 +258,7 @@ def main(out_path, rows, views, resolution, part, streams):
         ("row CPU s", figures["row_cpu_s_median"], ""),
         ("floor CPU s", figures["floor_row_cpu_s_median"], ""),
         ("full/floor CPU", figures["full_over_floor_cpu"], ""),
+        *((f"CPU s {name}", value, "one row, one thread") for name, value in stages.items()),
         ("load avg 1 min", figures["load_average_1min"], ""),
         ("peak RSS (MB)", figures["peak_rss_mb"], "< 4096"),
     ]

@@ -18,6 +18,7 @@ computed once (`Lpips.features`) and reused against every candidate.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import warnings
@@ -272,6 +273,30 @@ class LpipsFeatures:
         return self.layers[index]
 
 
+@contextlib.contextmanager
+def _alexnet_features_only():
+    """While lpips builds its trunk, torchvision's AlexNet is made with its classifier on the
+    meta device: lpips keeps only the convolutions (`.features`), whose weights come from our
+    checkpoint, so the 58M-parameter classifier would be allocated and dropped for nothing (a
+    transient that can set a scoring process's peak memory). The convolutions are real
+    (uninitialised) CPU tensors, every one overwritten from the checkpoint in `Lpips.__init__`."""
+    import lpips.pretrained_networks as trunks
+    import torchvision
+
+    def alexnet(*_args, **_kwargs):
+        with torch.device("meta"):
+            model = torchvision.models.AlexNet()
+        model.features.to_empty(device="cpu")
+        return model
+
+    original = trunks.tv.alexnet
+    trunks.tv.alexnet = alexnet
+    try:
+        yield
+    finally:
+        trunks.tv.alexnet = original
+
+
 class Lpips:
     """LPIPS v0.1 (AlexNet) on images in [-1, 1]: features once, spatial distance maps after."""
 
@@ -281,7 +306,7 @@ class Lpips:
         weights = lpips_weights.load_checkpoint(checkpoint)
         # pnet_rand: no torchvision download; the backbone is replaced right below.
         # fork_rng: the throwaway random initialisation must not move the caller's torch RNG.
-        with torch.random.fork_rng(), warnings.catch_warnings():
+        with torch.random.fork_rng(), warnings.catch_warnings(), _alexnet_features_only():
             warnings.simplefilter("ignore", UserWarning)  # torchvision's "pretrained is deprecated"
             self._model = lpips.LPIPS(net="alex", version="0.1", pnet_rand=True, spatial=True, verbose=False)
         convs = [m for m in self._model.net.modules() if isinstance(m, torch.nn.Conv2d)]

@@ -123,6 +123,20 @@ def test_lpips_backbone_is_the_verified_checkpoint(lpips_model):
         assert torch.equal(conv.weight, torch.from_numpy(w))
 
 
+def test_lpips_builds_no_alexnet_classifier():
+    """While lpips builds its trunk only AlexNet's convolutions are real: the classifier that
+    torchvision would allocate (58M parameters) and lpips would drop stays on the meta device,
+    and torchvision's builder is restored afterwards."""
+    import torchvision
+
+    original = torchvision.models.alexnet
+    with im._alexnet_features_only():
+        model = torchvision.models.alexnet(pretrained=False)  # as lpips calls it
+        assert all(p.device.type == "meta" for p in model.classifier.parameters())
+        assert all(p.device.type == "cpu" for p in model.features.parameters())
+    assert torchvision.models.alexnet is original
+
+
 def test_lpips_identical_is_zero_and_equals_lpips_own_forward(lpips_model):
     a = im.normals_to_images(sphere_normals(64))
     b = im.normals_to_images(blurred(sphere_normals(64), 2.0))
