@@ -123,3 +123,123 @@ def test_fit_with_phenotype_reaches_another_subjects_landmarks():
     assert result.mean_error_px < 0.5
     assert abs(result.state.expression[body.action_index("jawOpen")] - 0.6) < 0.1
     assert set(result.state.phenotype) == set(body.phenotype_names)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pixel path's pieces: linear face, several views, detector bias, a known camera
+
+
+PIXEL_TEST_FIT = lf.FitConfig(actions=("jawOpen", "mouthSmileLeft", "browInnerUp", "eyeBlinkLeft"), linear=True,
+                              adam_steps=30, lbfgs_steps=150)  # fmt: skip
+
+
+def _moved_state(neck_shares: bool = False) -> BodyState:
+    body = get_body_model()
+    expression = np.zeros(52)
+    for name, value in {"jawOpen": 0.5, "mouthSmileLeft": 0.3, "eyeBlinkLeft": 0.4}.items():
+        expression[body.action_index(name)] = value
+    pose = np.zeros((78, 3))
+    turn = np.array([0.06, -0.1, 0.02])
+    if neck_shares:
+        for name, share in zip(lf.LINEAR_BONES, (0.4, 0.3, 0.3)):
+            pose[body.bone_index(name)] = share * turn
+    else:
+        pose[body.bone_index("Head")] = turn
+    return BodyState(expression=expression, pose=pose)
+
+
+def test_linear_face_is_the_reference_mesh_to_a_fraction_of_a_millimetre():
+    anchors = lf.anny68_anchors()
+    state = _moved_state(neck_shares=True)
+    face = lf.linear_face({}, anchors)
+    body = get_body_model()
+    chain = np.stack([state.pose[body.bone_index(n)] for n in lf.LINEAR_BONES])
+    linear = face.points(torch.as_tensor(state.expression), torch.as_tensor(chain)).numpy()
+    from maskscore_core.reference_mesh import get_reference_mesh
+
+    exact = get_reference_mesh().anny_posed([state])["vertices"][0][anchors.vertex_ids[:, 0]]
+    assert np.abs(linear - exact).max() < 5e-4
+
+
+def _views():
+    from maskscore_core.views import ViewConfig, camera_poses
+
+    config = ViewConfig(count=2, resolution=256, offset=(0.5, 0.0))
+    poses = camera_poses(config)  # yaw 0 and 180 degrees: use the first and a turned copy of it
+    turned = camera_poses(ViewConfig(count=1, resolution=256, offset=(0.5, 25.0 / 360.0)))[0]
+    origin = np.asarray(poses[0].origin)
+    return [lf.ViewCamera.from_pose(p, config.fov_deg, 256, 256, origin) for p in (poses[0], turned)], origin
+
+
+def test_two_views_share_one_rig_and_recover_the_face():
+    """Landmarks of a known state seen by a frontal camera and one turned 25 degrees (known
+    relative poses): the fit of both recovers the actions, the head turn and the rig origin."""
+    body = get_body_model()
+    anchors, state = lf.anny68_anchors(), _moved_state()
+    views, origin = _views()
+    observed = [lf.ViewLandmarks(lf.project_anchors(state, v, origin, anchors, reference=True), v) for v in views]
+    fit = lf.fit_views(observed, {}, PIXEL_TEST_FIT, None, anchors, origin + [0.01, -0.01, 0.02])
+    for name in ("jawOpen", "mouthSmileLeft", "eyeBlinkLeft"):
+        assert abs(fit.state.expression[body.action_index(name)] - state.expression[body.action_index(name)]) < 0.05, name
+    np.testing.assert_allclose(fit.state.pose[body.bone_index("Head")], state.pose[body.bone_index("Head")], atol=0.01)
+    np.testing.assert_allclose(fit.camera_position, origin, atol=0.003)
+    assert fit.predicted_px.shape == (2 * len(anchors), 2) and fit.mean_error_px < 0.5
+
+
+def test_the_detector_bias_of_a_neutral_view_is_taken_off():
+    """A detector that puts every point a fixed few pixels off its anchor: measured on the
+    neutral state and taken off, the moved state is recovered as if there were no offset."""
+    body = get_body_model()
+    anchors, state = lf.anny68_anchors(), _moved_state()
+    views, origin = _views()
+    offset = np.random.default_rng(3).normal(0.0, 3.0, (len(anchors), 2))
+    neutral = lf.project_anchors(BodyState(), views[0], origin, anchors, reference=True) + offset
+    bias = lf.landmark_bias(neutral, BodyState(), views[0], origin, anchors)
+    np.testing.assert_allclose(bias, offset, atol=1e-9)
+    moved = lf.project_anchors(state, views[0], origin, anchors, reference=True) + offset
+    fit = lf.fit_views([lf.ViewLandmarks(moved, views[0], bias)], {}, PIXEL_TEST_FIT, None, anchors, origin)
+    assert abs(fit.state.expression[body.action_index("jawOpen")] - 0.5) < 0.05
+    unbiased = lf.fit_views([lf.ViewLandmarks(moved, views[0])], {}, PIXEL_TEST_FIT, None, anchors, origin)
+    assert unbiased.mean_error_px > 5 * fit.mean_error_px  # the offset is real: without the bias it does not fit
+
+
+def test_a_known_camera_fits_one_head_turn_shared_over_the_neck():
+    body = get_body_model()
+    anchors, state = lf.anny68_anchors(), _moved_state(neck_shares=True)
+    views, origin = _views()
+    pixels = lf.project_anchors(state, views[0], origin, anchors, reference=True)
+    config = attrs.evolve(PIXEL_TEST_FIT, bones=lf.LINEAR_BONES, chain_shares=(0.4, 0.3, 0.3), fix_camera=True)
+    fit = lf.fit_views([lf.ViewLandmarks(pixels, views[0])], {}, config, None, anchors, origin)
+    for name in lf.LINEAR_BONES:
+        np.testing.assert_allclose(fit.state.pose[body.bone_index(name)], state.pose[body.bone_index(name)], atol=0.005)
+    np.testing.assert_array_equal(fit.camera_position, origin)
+    with pytest.raises(lf.LandmarkFitError, match="chain_shares needs the linear face"):
+        lf.fit_views([lf.ViewLandmarks(pixels, views[0])], {}, attrs.evolve(config, linear=False), None, anchors, origin)
+
+
+def test_anchors_from_render_land_on_the_rendered_triangle():
+    """A ray cast through the pixel where a vertex projects meets a triangle holding that vertex
+    (the tie of detected points to the mesh); a vertex the camera cannot see (a nostril behind
+    the nose tip) ties to what it sees there instead."""
+    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.render import get_renderer
+    from maskscore_core.views import ViewConfig
+
+    config = ViewConfig(count=1, resolution=256, offset=(0.5, 0.0))
+    renderer = get_renderer(config)
+    reference = get_reference_mesh()
+    vertices = reference.vertices([BodyState()])[0]
+    result = renderer.render(vertices)
+    marks = lf.face_landmarks()
+    pose = renderer.poses[0]
+    view = lf.ViewCamera.from_pose(pose, config.fov_deg, 256, 256)
+    pixels = lf.project_anchors(BodyState(), view, pose.origin, lf.anny68_anchors(), reference=True)
+    nose = [i for i, n in enumerate(marks.names) if n.startswith(("nose", "lip_outer", "eye_"))]
+    anchors = lf.anchors_from_render("test", [marks.names[i] for i in nose], nose, pixels, result.face_id[0], pose,
+                                     config.fov_deg, vertices, reference.faces)  # fmt: skip
+    points = np.einsum("kcd,kc->kd", vertices[anchors.vertex_ids], anchors.weights)
+    distance = np.linalg.norm(points - vertices[marks.vertex_ids[nose]], axis=1)
+    assert (distance < 1e-6).mean() >= 0.9 and distance.max() < 0.02
+    with pytest.raises(lf.LandmarkFitError, match="lies off the rendered face"):
+        lf.anchors_from_render("test", ["corner"], [0], np.array([[1.0, 1.0]]), result.face_id[0], pose,
+                               config.fov_deg, vertices, reference.faces)  # fmt: skip

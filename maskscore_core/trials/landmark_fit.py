@@ -503,14 +503,20 @@ class LinearFace:
     deltas: np.ndarray = attrs.field(eq=False)
     bone_weights: np.ndarray = attrs.field(eq=False)  # (K, 3) on LINEAR_BONES
     joints: np.ndarray = attrs.field(eq=False)  # (3, 3) joint positions at rest
+    # d(rest points) / d(phenotype label) at the subject's phenotype (central differences), (P, K, 3):
+    # a nearby subject's face, to first order (the joints stay where they are).
+    phenotype_deltas: np.ndarray | None = attrs.field(default=None, eq=False)
 
-    def points(self, actions: torch.Tensor, rotvecs: torch.Tensor, extra=None) -> torch.Tensor:
+    def points(self, actions: torch.Tensor, rotvecs: torch.Tensor, extra=None, phenotype_offset=None) -> torch.Tensor:
         """(K, 3) posed anchored points for actions (52,) and LINEAR_BONES' rotations (3, 3);
-        `extra` (K, 3) moves the resting points first (the detector's response)."""
+        `extra` (K, 3) moves the resting points first (the detector's response);
+        `phenotype_offset` (P,) moves the phenotype away from the subject's."""
         base, deltas = torch.as_tensor(self.base), torch.as_tensor(self.deltas)
         rest = base + torch.einsum("a,akd->kd", actions, deltas)
         if extra is not None:
             rest = rest + extra
+        if phenotype_offset is not None:
+            rest = rest + torch.einsum("p,pkd->kd", phenotype_offset, torch.as_tensor(self.phenotype_deltas))
         weights, joints = torch.as_tensor(self.bone_weights), torch.as_tensor(self.joints)
         rotation = torch.eye(3, dtype=rest.dtype)
         shift = torch.zeros(3, dtype=rest.dtype)
@@ -525,6 +531,7 @@ class LinearFace:
 
 
 _linear_faces: dict = {}
+PHENOTYPE_STEP = 0.05
 
 
 def _chain_weights(body, anchors: MeshAnchors) -> np.ndarray:
@@ -554,13 +561,22 @@ def linear_face(phenotype: dict[str, float], anchors: MeshAnchors) -> LinearFace
     if key not in _linear_faces:
         body = get_body_model()
         count = len(body.action_names)
-        states = [BodyState(phenotype=dict(phenotype))]
-        states += [BodyState(phenotype=dict(phenotype), expression=np.eye(count)[a]) for a in range(count)]
+        full = {name: float(phenotype.get(name, 0.5)) for name in body.phenotype_names}
+        states = [BodyState(phenotype=full)]
+        states += [BodyState(phenotype=full, expression=np.eye(count)[a]) for a in range(count)]
+        steps = []
+        for name in body.phenotype_names:  # central differences, kept inside [0, 1]
+            low, high = max(0.0, full[name] - PHENOTYPE_STEP), min(1.0, full[name] + PHENOTYPE_STEP)
+            steps.append(high - low)
+            states += [BodyState(phenotype={**full, name: low}), BodyState(phenotype={**full, name: high})]
         posed = get_reference_mesh().anny_posed(states)
-        corners = posed["vertices"][:, anchors.vertex_ids]  # (1 + A, K, 3, 3)
+        corners = posed["vertices"][:, anchors.vertex_ids]  # (1 + A + 2P, K, 3, 3)
         points = np.einsum("skcd,kc->skd", corners, anchors.weights)
         joints = np.stack([posed["bone_poses"][0][body.bone_index(name)][:3, 3] for name in LINEAR_BONES])
-        _linear_faces[key] = LinearFace(points[0], points[1:] - points[0], _chain_weights(body, anchors), joints)
+        pairs = points[1 + count :].reshape(len(steps), 2, *points.shape[1:])
+        phenotype_deltas = (pairs[:, 1] - pairs[:, 0]) / np.asarray(steps)[:, None, None]
+        _linear_faces[key] = LinearFace(points[0], points[1 : 1 + count] - points[0], _chain_weights(body, anchors), joints,
+                                        phenotype_deltas)  # fmt: skip
     return _linear_faces[key]
 
 
@@ -586,6 +602,8 @@ class FitConfig:
     chain_shares: with `linear` and bones = LINEAR_BONES, fit one turn of the head and share it
     out over the bones in these proportions (the built-in source's 0.4 / 0.3 / 0.3: a neck bends
     with the head), instead of three free rotations that face landmarks cannot tell apart.
+    phenotype_prior: with `fit_phenotype`, an L2 pull towards the given phenotype (with the
+    linear face the phenotype moves the face to first order about the given one).
     """
 
     bones: tuple[str, ...] = ("Head",)
@@ -601,6 +619,7 @@ class FitConfig:
     linear: bool = False
     use_response: bool = True
     chain_shares: tuple[float, ...] | None = None
+    phenotype_prior: float = 0.0
 
 
 # Facial actions a face-landmark detector can see: mouth, jaw opening, lids, brows. The others
@@ -630,8 +649,12 @@ class FitResult:
 # that keeps antagonists from cancelling (values chosen on benchmarks/bench_landmark_fit.py).
 PIXEL_FIT = FitConfig(actions=PIXEL_ACTIONS, action_sparsity=3e-4, adam_steps=40, lbfgs_steps=100, linear=True)
 # With the camera known (frames a renderer drew), where the head sits tells the neck's bend too:
-# one turn of the head is fitted and shared out over the neck's two bones and the head.
-PIXEL_FIT_KNOWN_CAMERA = attrs.evolve(PIXEL_FIT, bones=LINEAR_BONES, fix_camera=True, chain_shares=(0.4, 0.3, 0.3))
+# one turn of the head is fitted and shared out over the neck's two bones and the head. The
+# phenotype is fitted too, held near the subject's by a prior: a picture of someone else must not
+# decode to the subject's own face (the ladder's wrong-subject rung); weaker priors (1e-3) let
+# it soak up expression and broke the ladder's order, measured.
+PIXEL_FIT_KNOWN_CAMERA = attrs.evolve(PIXEL_FIT, bones=LINEAR_BONES, fix_camera=True, chain_shares=(0.4, 0.3, 0.3),
+                                      fit_phenotype=True, phenotype_prior=1e-2)  # fmt: skip
 
 
 def _logit(p: float) -> float:
@@ -759,9 +782,8 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
         return shift
 
     if config.linear:
-        if not set(config.bones) <= set(LINEAR_BONES) or config.fit_phenotype:
-            raise LandmarkFitError(f"the linear face fits rotations of {LINEAR_BONES} with a fixed phenotype; asked for"
-                                   f" bones {config.bones}, fit_phenotype={config.fit_phenotype}")  # fmt: skip
+        if not set(config.bones) <= set(LINEAR_BONES):
+            raise LandmarkFitError(f"the linear face fits rotations of {LINEAR_BONES}; asked for bones {config.bones}")
         face = linear_face({k: float(v[0]) for k, v in pheno0.items()}, anchors)
         chain_ids = [body.bone_index(name) for name in LINEAR_BONES]
 
@@ -770,9 +792,15 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
         pose[bone_ids] = bone_rotations(rot)
         return pose[chain_ids]
 
+    def phenotype_offset(raw_p):
+        """(P,) the fitted phenotype minus the given one, or None when it is not fitted."""
+        if not config.fit_phenotype:
+            return None
+        return torch.sigmoid(raw_p) - torch.stack([pheno0[k][0] for k in body.phenotype_names])
+
     def points_of(raw_a, rot, raw_p):
         if config.linear:
-            return face.points(actions_of(raw_a), chain_rotations(rot), detector_shift(raw_a, rot))
+            return face.points(actions_of(raw_a), chain_rotations(rot), detector_shift(raw_a, rot), phenotype_offset(raw_p))
         pose = base_pose.clone()
         pose[bone_ids] = rot
         if config.fit_phenotype:
@@ -825,6 +853,8 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
         fitted = torch.sigmoid(raw_actions)
         prior = config.action_prior * fitted.pow(2).sum() + config.action_sparsity * fitted.sum()
         prior = prior + config.rotation_prior * rotations.pow(2).sum()
+        if config.fit_phenotype and config.phenotype_prior > 0:
+            prior = prior + config.phenotype_prior * phenotype_offset(raw_pheno).pow(2).sum()
         return residual + prior
 
     camera_params = [] if config.fix_camera else [cam_delta]
