@@ -1,0 +1,111 @@
+"""Video as frames: pixel clips (an .mp4, or PNG frames with clip.json) decoded frame by frame
+through mediapipe Face Mesh and the landmark fit, smoothed in time; and their refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from maskscore_core import plugins
+from maskscore_core.body import get_body_model
+from maskscore_core.records import BodyState
+from maskscore_core.testing import unit_instance
+
+pytest.importorskip("maskscore_face_landmarks")
+
+from maskscore_video.pixels import PixelClip, write_png_folder, write_video_file  # noqa: E402
+
+MODALITY = "video"
+JAW = (0.0, 0.25, 0.5, 0.5, 0.25)
+SIZE = 192  # the face must be at least 60 px wide: frames of 160 px or more
+
+
+def _state(jaw: float) -> BodyState:
+    expression = np.zeros(52)
+    expression[get_body_model().action_index("jawOpen")] = jaw
+    return BodyState(expression=expression)  # the default subject: the video camera frames its head
+
+
+def _instance():
+    return unit_instance(MODALITY, "transition the mouth from frame A to frame B", "temporal_edit",
+                         [_state(0.0)] * 3, [_state(j) for j in JAW], key="unit-video-pixels", fps=10.0)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def frames():
+    """The clip's frames drawn as the video modality draws them (one frontal camera)."""
+    from maskscore_core import render
+    from maskscore_core.views import ViewConfig
+    from maskscore_video.representation import frame_picture, frame_vertices
+
+    renderer = render.get_renderer(ViewConfig(count=1, resolution=SIZE, offset=(0.5, 0.0)))
+    states = [_state(j) for j in JAW]
+    return [frame_picture(renderer, s, v, SIZE) for s, v in zip(states, frame_vertices(states))]
+
+
+def _read(value, root, ctx):
+    return plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=root, ctx=ctx)
+
+
+def _jaw_track(asset, ctx):
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=_instance(), ctx=ctx)
+    return decoded.activations[:, get_body_model().action_index("jawOpen")], decoded
+
+
+def test_png_folder_and_mp4_decode_to_the_jaw_motion(frames, ctx, tmp_path):
+    """Both kinds of pixel clip give (T, 52) activations whose jaw follows the drawn one (within
+    0.15 after the 3-frame smoothing, which itself moves a 0.25 step by up to 0.06), the right
+    frame rate and finite meshes; the PNG folder round-trips through write_asset."""
+    clip = PixelClip(frames, 10.0, "drawn", [f"drawn (frame {i})" for i in range(len(frames))])
+    folder = write_png_folder(clip, tmp_path / "png")
+    assert json.loads((folder / "clip.json").read_text()) == {"fps": 10.0}
+    png = _read("png", tmp_path, ctx)
+    assert isinstance(png.data, PixelClip) and len(png.data.frames) == len(JAW) and png.data.fps == 10.0
+    np.testing.assert_array_equal(png.data.frames[2], frames[2])
+    jaw, decoded = _jaw_track(png, ctx)
+    assert decoded.activations.shape == (len(JAW), 52) and all(np.isfinite(f).all() for f in decoded.frames)
+    smoothed = np.convolve(np.pad(JAW, 1, mode="reflect"), [0.25, 0.5, 0.25], mode="valid")
+    assert np.abs(jaw - smoothed).max() < 0.15, jaw
+    written = plugins.call("write_asset", asset=png, directory=tmp_path / "out", name="again", ctx=ctx)
+    assert sorted(p.name for p in (ctx.workdir / written).iterdir())[:2] == ["clip.json", "frame_00000.png"]
+
+    write_video_file(frames, 10.0, tmp_path / "clip.mp4")
+    mp4 = _read("clip.mp4", tmp_path, ctx)
+    assert len(mp4.data.frames) == len(JAW) and mp4.data.fps == pytest.approx(10.0)
+    jaw_mp4, _ = _jaw_track(mp4, ctx)
+    assert np.abs(jaw_mp4 - smoothed).max() < 0.15, jaw_mp4
+
+
+def test_bad_pixel_clips_are_refused_naming_file_and_frame(frames, ctx, tmp_path):
+    import imageio.v3 as iio
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "clip.json").write_text('{"fps": 25}')
+    with pytest.raises(ValueError, match="empty: the clip has no frames"):
+        _read("empty", tmp_path, ctx)
+    bad_rate = tmp_path / "rate"
+    bad_rate.mkdir()
+    (bad_rate / "clip.json").write_text('{"fps": "fast"}')
+    with pytest.raises(ValueError, match="'fps' must be a number"):
+        _read("rate", tmp_path, ctx)
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "clip.json").write_text('{"fps": 25}')
+    iio.imwrite(corrupt / "frame_00000.png", frames[0])
+    (corrupt / "frame_00001.png").write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    with pytest.raises(ValueError, match="frame_00001.png: frame 1 is not a readable PNG"):
+        _read("corrupt", tmp_path, ctx)
+    (tmp_path / "nothing.mp4").write_bytes(b"")
+    with pytest.raises(ValueError, match="nothing.mp4: video file is empty"):
+        _read("nothing.mp4", tmp_path, ctx)
+    (tmp_path / "junk.mp4").write_bytes(b"not a video at all" * 10)
+    with pytest.raises(ValueError, match="junk.mp4: not a readable video"):
+        _read("junk.mp4", tmp_path, ctx)
+    faceless = tmp_path / "faceless"
+    write_png_folder(PixelClip([frames[0], np.full_like(frames[0], 40)], 25.0, "x", ["a", "b"]), faceless)
+    asset = _read("faceless", tmp_path, ctx)
+    with pytest.raises(ValueError, match=r"frame_00001.png \(frame 1\): no face found"):
+        plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=_instance(), ctx=ctx)
