@@ -25,6 +25,9 @@ MAX_WORKERS = 256
 MAX_SHARD_SIZE = 100_000
 MAX_INSTANCES_PER_MODALITY = 10_000
 MAX_STEPS = 10_000_000  # optimiser steps of a trainer
+MAX_BATCH = 65_536  # a trainer's batch, samples per prompt, prompts per step
+MAX_WIDTH, MAX_DEPTH = 65_536, 64  # a trainer's MLP
+MAX_LEARNING_RATE, MAX_KL = 10.0, 100.0
 MIN_TILE, MAX_TILE = 16, 2048  # `maskscore show` contact sheet tiles
 
 

@@ -19,6 +19,11 @@ WORKERS = click.IntRange(1, limits.MAX_WORKERS)
 SHARD_SIZE = click.IntRange(1, limits.MAX_SHARD_SIZE)
 INSTANCES = click.IntRange(1, limits.MAX_INSTANCES_PER_MODALITY)
 STEPS = click.IntRange(1, limits.MAX_STEPS)
+BATCH = click.IntRange(1, limits.MAX_BATCH)
+WIDTH = click.IntRange(1, limits.MAX_WIDTH)
+DEPTH = click.IntRange(1, limits.MAX_DEPTH)
+LEARNING_RATE = click.FloatRange(0.0, limits.MAX_LEARNING_RATE, min_open=True)
+KL = click.FloatRange(0.0, limits.MAX_KL)
 TILE = click.IntRange(limits.MIN_TILE, limits.MAX_TILE)
 
 

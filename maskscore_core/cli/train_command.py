@@ -8,7 +8,6 @@ its curves under --out, and resumes there after an interruption.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
@@ -16,6 +15,8 @@ import click
 
 from .. import plugins
 from ..context import Context
+from . import options as bounds
+from .output import noise_to_stderr, write_json
 
 DEFAULT_TRAINERS = {"editor": "native-flow", "reward": "reward-model", "rl": "flow-grpo"}
 
@@ -24,19 +25,20 @@ def run_trainer(trainer: str, options: dict, seed: int) -> dict:
     """Call the trainer through the `train` hook, in a scratch work directory."""
     with tempfile.TemporaryDirectory(prefix="maskscore-train-") as workdir:
         ctx = Context(workdir=Path(workdir), seed=seed, config={})
-        return plugins.call("train", trainer, trainer=trainer, options=options, ctx=ctx)
+        with noise_to_stderr():  # stdout holds the summary's JSON only
+            return plugins.call("train", trainer, trainer=trainer, options=options, ctx=ctx)
 
 
 def _finish(summary: dict) -> None:
-    click.echo(json.dumps(summary, indent=2, sort_keys=True))
+    write_json(summary)
 
 
 _out = click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
                     help="Checkpoint directory (resumed when it holds an unfinished run of the same options).")
-_seed = click.option("--seed", type=int, default=0, show_default=True)
-_steps = click.option("--steps", type=int, default=None, help="Optimiser steps (default: the trainer's).")
+_seed = click.option("--seed", type=bounds.SEED, default=0, show_default=True)
+_steps = click.option("--steps", type=bounds.STEPS, default=None, help="Optimiser steps (default: the trainer's).")
 _quiet = click.option("--quiet", is_flag=True, help="No progress bar.")
-_lr = click.option("--lr", type=float, default=None, help="Adam learning rate (default: the trainer's).")
+_lr = click.option("--lr", type=bounds.LEARNING_RATE, default=None, help="Adam learning rate (default: the trainer's).")
 
 
 def _trainer(kind: str):
@@ -52,12 +54,12 @@ def train_command() -> None:
 @_out
 @_seed
 @_steps
-@click.option("--subjects", type=int, default=None, help="Subjects asked of the source (the bench's share is left out).")
+@click.option("--subjects", type=bounds.SUBJECTS, default=None, help="Subjects asked of the source (the bench's share is left out).")
 @click.option("--source", default=None, help="Trial source plugin (default anny).")
-@click.option("--batch", type=int, default=None)
-@click.option("--width", type=int, default=None, help="MLP width (default 512).")
-@click.option("--depth", type=int, default=None, help="MLP hidden layers (default 3).")
-@click.option("--save-every", type=int, default=None, help="Steps between resumable saves.")
+@click.option("--batch", type=bounds.BATCH, default=None)
+@click.option("--width", type=bounds.WIDTH, default=None, help="MLP width (default 512).")
+@click.option("--depth", type=bounds.DEPTH, default=None, help="MLP hidden layers (default 3).")
+@click.option("--save-every", type=bounds.STEPS, default=None, help="Steps between resumable saves.")
 @_lr
 @_trainer("editor")
 @_quiet
@@ -69,18 +71,19 @@ def train_editor(out, seed, steps, subjects, source, batch, width, depth, save_e
 
 
 @train_command.command("reward")
-@click.option("--data", "data", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="A reward-train dataset (maskscore build reward-train).")
+@click.option("--data", "data", required=True, multiple=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A reward-train dataset (maskscore build reward-train); repeat to train on several.")
 @_out
 @_seed
 @_steps
-@click.option("--save-every", type=int, default=None, help="Steps between resumable saves.")
+@click.option("--save-every", type=bounds.STEPS, default=None, help="Steps between resumable saves.")
 @_lr
 @_trainer("reward")
 @_quiet
 def train_reward(data, out, seed, steps, save_every, lr, trainer, quiet):
     """Stage 3: a reward model learns the three dimensions from reward-train rows."""
-    options = {"data": str(data), "out": str(out), "seed": seed, "steps": steps, "save_every": save_every, "lr": lr,
+    options = {"data": [str(d) for d in data], "out": str(out), "seed": seed, "steps": steps, "save_every": save_every, "lr": lr,
                "progress": not quiet}
     _finish(run_trainer(trainer, options, seed))
 
@@ -97,19 +100,21 @@ def train_reward(data, out, seed, steps, save_every, lr, trainer, quiet):
 @_out
 @_seed
 @_steps
-@click.option("--group", type=int, default=None, help="Samples per prompt (default 12).")
-@click.option("--prompts", type=int, default=None, help="Prompts per step (default 4).")
-@click.option("--eval-instances", type=int, default=None, help="Held-out instances scored before/after (default 24).")
-@click.option("--views", type=int, default=None, help="render-compare views of the before/after figures (default 4).")
-@click.option("--resolution", type=int, default=None, help="render-compare size of the before/after figures (default 64).")
-@click.option("--save-every", type=int, default=None, help="Steps between resumable saves.")
+@click.option("--group", type=bounds.BATCH, default=None, help="Samples per prompt (default 12).")
+@click.option("--prompts", type=bounds.BATCH, default=None, help="Prompts per step (default 4).")
+@click.option("--eval-instances", type=bounds.INSTANCES, default=None, help="Held-out instances scored before/after (default 24).")
+@click.option("--views", type=bounds.VIEWS, default=None, help="render-compare views of the before/after figures (default 4).")
+@click.option("--resolution", type=bounds.RESOLUTION, default=None, help="render-compare size of the before/after figures (default 64).")
+@click.option("--save-every", type=bounds.STEPS, default=None, help="Steps between resumable saves.")
 @_lr
-@click.option("--kl", type=float, default=None, help="KL weight to the reference policy (default 0.04).")
+@click.option("--kl", type=bounds.KL, default=None, help="KL weight to the reference policy (default 0.04).")
 @_trainer("rl")
 @_quiet
 def train_rl(editor, data, reward, reward_weights, eval_bench, out, seed, steps, group, prompts, eval_instances, views,
              resolution, save_every, lr, kl, trainer, quiet):
     """Stage 4: fine-tune the editor by group-relative policy optimisation with a scorer as reward."""
+    if views is not None and resolution is not None:
+        bounds.check_render_size(views, resolution)
     options = {"editor": str(editor), "data": str(data), "reward": reward, "reward_weights": reward_weights,
                "eval_bench": str(eval_bench) if eval_bench else None, "out": str(out), "seed": seed, "steps": steps,
                "group": group, "prompts": prompts, "eval_instances": eval_instances, "views": views,
