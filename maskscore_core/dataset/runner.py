@@ -187,6 +187,9 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
 def _build(config: BuildConfig, plan: list[ShardSpec], content: dict, progress: bool, bench_dir: Path | None) -> BuildSummary:
     root = Path(config.out)
     pending, damaged = _shards_to_build(config, plan)
+    if pending:  # the card of an earlier, complete build no longer holds until the build ends again
+        for name in ("card.json", "README.md"):
+            (root / name).unlink(missing_ok=True)
     done_rows = sum(_expected_rows(config, s) for s in plan if s not in pending)
     total_rows = sum(_expected_rows(config, s) for s in plan)
     with tqdm(total=total_rows, initial=done_rows, unit="row", desc=f"build {config.split}", disable=not progress,
