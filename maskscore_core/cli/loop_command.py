@@ -242,6 +242,7 @@ def markdown(figures: dict, out: Path) -> str:
 @click.option("--rl-rows", type=options.ROWS, default=64, show_default=True, help="rl-train rows (prompts).")
 @click.option("--rl-steps", type=options.STEPS, default=40, show_default=True)
 @click.option("--eval-instances", type=options.INSTANCES, default=24, show_default=True)
+@click.option("--rate-groups", type=options.INSTANCES, default=10, show_default=True, help="Bench groups timed for candidates/s.")
 @click.option("--views", type=options.VIEWS, default=4, show_default=True)
 @click.option("--resolution", type=options.RESOLUTION, default=64, show_default=True)
 @click.option("--shard-size", type=options.SHARD_SIZE, default=16, show_default=True)

@@ -1,6 +1,6 @@
 """Stage 3: train the reward model on reward-train rows (`maskscore train reward`).
 
-Every instance of the dataset gives its candidates' features (`features`, from the pose column
+Every instance of the dataset(s) gives its candidates' features (`features`, from the pose column
 and the instance's frames) and their render-compare scores on the three dimensions. The loss is
 the squared error on the scores plus a pairwise logistic term on every candidate pair of one
 instance that render-compare orders (so the model learns the ranking, what the bench grades).
@@ -72,20 +72,32 @@ def pair_agreement(pred: np.ndarray, pairs: np.ndarray) -> float:
     return float(np.mean(pred[pairs[:, 0], pairs[:, 2]] > pred[pairs[:, 1], pairs[:, 2]])) if len(pairs) else float("nan")
 
 
+def merge(parts: list[dict]) -> dict:
+    """Rows of several datasets as one (instance numbers kept apart)."""
+    offset, groups = 0, []
+    for part in parts:
+        groups.append(part["group"] + offset)
+        offset += part["instances"]
+    return {"x": np.concatenate([p["x"] for p in parts]), "y": np.concatenate([p["y"] for p in parts]),
+            "group": np.concatenate(groups), "instances": offset}
+
+
 def run(options: dict, ctx) -> dict:
+    """Train on options["data"]: one reward-train directory, or a list of them."""
     out = Path(options["out"])
     opts = {**DEFAULTS, **{k: v for k, v in options.items() if v is not None and k in DEFAULTS}}
-    data = load_rows(Path(options["data"]), ctx)
-    checkpoints.check_run_config(out, {"trainer": "reward-model", "data": str(Path(options["data"]).resolve()), **opts})
+    sources = [options["data"]] if isinstance(options["data"], (str, Path)) else list(options["data"])
+    data = merge([load_rows(Path(source), ctx) for source in sources])
+    checkpoints.check_run_config(out, {"trainer": "reward-model", "data": [str(Path(s).resolve()) for s in sources], **opts})
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train(out, opts, data, Path(options["data"]), options.get("progress", True))
+        return _train(out, opts, data, [str(s) for s in sources], options.get("progress", True))
     finally:
         torch.set_num_threads(previous)
 
 
-def _train(out: Path, opts: dict, data: dict, source: Path, progress: bool) -> dict:
+def _train(out: Path, opts: dict, data: dict, sources: list[str], progress: bool) -> dict:
     x, y = torch.as_tensor(data["x"]), torch.as_tensor(data["y"])
     pairs = ranked_pairs(data["y"], data["group"])
     pair_index = torch.as_tensor(pairs)
@@ -94,7 +106,7 @@ def _train(out: Path, opts: dict, data: dict, source: Path, progress: bool) -> d
     optimizer = torch.optim.Adam(model.parameters(), lr=opts["lr"])
     resumed = checkpoints.resume_state(out, model, optimizer)
     start, history, _ = resumed if resumed else (0, [], [])
-    extra = {"train": opts, "data": str(source), "instances": data["instances"], "candidates": int(len(x))}
+    extra = {"train": opts, "data": sources, "instances": data["instances"], "candidates": int(len(x))}
     started = time.perf_counter()
     bar = tqdm(total=opts["steps"], initial=start, desc="train reward", unit="step", file=sys.stderr, disable=not progress)
     for step in range(start, opts["steps"]):
