@@ -149,7 +149,7 @@ def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, 
     The scorer sees the candidates read back from the rows' candidate column
     (`reader.read_candidates`), as `maskscore eval` and any reward model do: a file format's
     rounding (a .glb stores float32) then never makes the stored scores differ from a re-scoring
-    of the same bench. The column is taken from the row hook's unscored form (the RL row), since
+    of the same bench. The column is taken from the unscored row (the RL row, made once), since
     only the modality knows what its column holds (a path, the transcript itself, ...)."""
     modality = instance.instruction.modality
     key = instance.key
@@ -167,20 +167,21 @@ def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, 
     input_value = write(source_asset, f"{key}-input")
     candidate_values = [write(c.asset, f"{key}-rung{c.rung if c.rung is not None else n + 1}") for n, c in enumerate(candidates)]
 
-    def row(dimension, scores):
-        return dict(plugins.call(
-            "reward_row", modality, modality=modality, instance=instance, input_value=input_value,
-            candidate_values=candidate_values, scores=scores, dimension=dimension, root=temp_root, ctx=ctx,
-        ))
-
+    # The row is made once, unscored (what an RL row is); each dimension's row is that row with its
+    # scores and dimension, in the same column order.
+    unscored = dict(plugins.call(
+        "reward_row", modality, modality=modality, instance=instance, input_value=input_value,
+        candidate_values=candidate_values, scores=[], dimension="overall", root=temp_root, ctx=ctx,
+    ))
     if not config.scored:
-        return [row("overall", [])]
-    column = reader.candidate_values(modality, row(vocab.DIMENSIONS[0], []))
+        return [unscored]
+    column = reader.candidate_values(modality, unscored)
     written = reader.read_candidates(temp_root, modality, column, ctx, rungs=[c.rung for c in candidates])
     scored = list(plugins.call("score", config.scorer, scorer=config.scorer, instance=instance, candidates=written, ctx=ctx))
     if len(scored) != len(candidates):
         raise ShardError(f"scorer {config.scorer!r} returned {len(scored)} scores for {len(candidates)} candidates of {key}")
-    return [row(dimension, [float(s.dimension(dimension)) for s in scored]) for dimension in vocab.DIMENSIONS]
+    return [{**unscored, "scores": [float(s.dimension(dimension)) for s in scored], "dimension": dimension}
+            for dimension in vocab.DIMENSIONS]
 
 
 def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
