@@ -123,3 +123,23 @@ def test_build_command_writes_a_dataset_and_rejects_bad_options(tmp_path):
     assert bad.exit_code != 0 and "expected NAME=VALUE" in bad.output
     unknown = CliRunner().invoke(build_command, ["bench", "--out", str(tmp_path / "y"), "--modalities", "audio"])
     assert unknown.exit_code == 2 and "unknown modality 'audio'" in unknown.output
+
+
+def test_build_command_refuses_a_directory_being_built_in_one_line(tmp_path):
+    """`maskscore build` on a directory whose lock another build holds: one line, exit 1, and
+    nothing of it written there."""
+    from click.testing import CliRunner
+
+    from maskscore_core.cli import main
+    from maskscore_core.dataset import lock
+
+    out = tmp_path / "bench"
+    out.mkdir()
+    with lock.build_lock(out):
+        result = CliRunner().invoke(main, ["build", "bench", "--out", str(out), "--rows", "6", "--subjects", "24",
+                                           "--views", "2", "--resolution", "32", "--quiet"])  # fmt: skip
+        assert {p.name for p in out.iterdir()} <= {lock.LOCK_FILE, lock.WORKERS_LOCK_FILE}  # the holder's
+    assert list(out.iterdir()) == []  # the holder removed its lock files
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {out} is being built by pid {os.getpid()}; wait for that build to finish or"
+                             " use another --out\n")  # fmt: skip
