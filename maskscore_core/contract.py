@@ -176,10 +176,25 @@ class SpokenModalityContract(ModalityContract):
         with pytest.raises(ValueError, match="'a' or 'b'"):
             self._call("decode_reference", modality=self.modality, instance=instance, which="x", ctx=ctx)
 
+    def test_frame_b_decodes_to_mouth_motion_on_frame_a_body(self, ctx):
+        """Frame B encoded and decoded: mouth and jaw actions on the timeline of the longer clip,
+        nothing else moving, the sampled frames' meshes beside them."""
+        from .body import get_body_model
+        from .speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES
+
+        instance = self.unit_instance()
+        asset = self._call("encode", modality=self.modality, target=instance.b, ctx=ctx)
+        decoded = self._call("decode_to_mesh", asset=asset, instance=instance, ctx=ctx)
+        acts, body = decoded.activations, get_body_model()
+        assert acts.shape == (max(len(instance.a.states), len(instance.b.states)), 52)
+        assert acts[:, body.action_index("jawOpen")].max() > 0.1  # the mouth moves
+        assert not acts[:, body.action_index("eyeBlinkLeft")].any()  # only mouth and jaw
+        assert len(decoded.frames) == DEFAULT_SAMPLED_FRAMES
+
     def test_masks_are_face_actions(self, ctx):
         from .parts import PartError
 
-        assert "jawOpen" in self._call("mask_part", modality=self.modality, part="mouth", ctx=ctx)
+        assert "jawOpen" in self._call("mask_part", modality=self.modality, part="mouth", ctx=ctx).native
         with pytest.raises(ValueError, match="antenna"):
             self._call("mask_part", modality=self.modality, part="antenna", ctx=ctx)
         for part in ("ears", "irides", "eyebrow"):
