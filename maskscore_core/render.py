@@ -271,13 +271,15 @@ class _Scene:
             self.params[self.faces_key] = mi.UInt32(np.ascontiguousarray(self.faces[shown], dtype=np.uint32).ravel())
             self.params.update()
             image = np.array(mi.render(self.scene, seed=0, spp=1), dtype=np.float32)
-        # (H, N*W, 5) -> (N, H, W, 5)
-        image = image.reshape(self.height, self.views, self.width, image.shape[-1]).transpose(1, 0, 2, 3)
+        # (H, N*W, 5) -> (N, H, W, 5), contiguous once so that every pass below reads it in order
+        image = image.reshape(self.height, self.views, self.width, image.shape[-1])
+        image = np.ascontiguousarray(image.transpose(1, 0, 2, 3))
         coverage = image[..., 0] > 0
-        depth = np.where(coverage, image[..., 0] + self.near_offset, np.float32(0.0)).astype(np.float32)
+        depth = np.where(coverage, image[..., 0] + self.near_offset, np.float32(0.0))
         normals = np.ascontiguousarray(image[..., 1:4])
-        hit = np.rint(image[..., 4]).astype(np.int64)  # an index into the faces shown
-        face_id = np.where(coverage, shown[np.clip(hit, 0, len(shown) - 1)], -1).astype(np.int32)
+        # prim_index is a whole number (exact in float32 below 2^24): an index into the faces shown
+        hit = np.minimum(image[..., 4].astype(np.int32), np.int32(len(shown) - 1))
+        face_id = np.where(coverage, shown.astype(np.int32)[hit], np.int32(-1))
         return RenderResult(depth=depth, normals=normals, face_id=face_id, coverage=coverage)
 
 
