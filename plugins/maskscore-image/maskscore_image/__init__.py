@@ -13,19 +13,18 @@ from . import representation
 from .decode import decode_frames
 from .representation import MODALITY, ImageError
 
-# What a face-landmark detector sees (lips, lids, brows, the head's pose), and the detector's
-# points each part is read from (mediapipe Face Mesh indices; the neck: the whole face). The
-# irides are not offered: ANNY's SOMA eyes are sockets, and a gaze barely changes the picture
-# (benchmarks/bench_landmark_fit.py: a gaze of 0.5 comes back as 0).
+# What the face-landmark detector reads back (jaw, lips, lids, the head's pose), and the
+# detector's points each part is read from (mediapipe Face Mesh indices; the neck: the whole
+# face). Not offered, as measured by benchmarks/bench_landmark_fit.py: the irides (ANNY's SOMA
+# eyes are sockets; a gaze of 0.5 comes back as 0) and the eyebrows (drawn as a tint on bald
+# skin, brows raised by 0.4-0.7 come back near 0).
 VISIBLE_PARTS: dict[str, str] = {
     "mouth": "expression_change",
     "face": "expression_change",
-    "eyebrow": "expression_change",
     "neck": "pose_change",
 }
 PART_LANDMARK_GROUPS: dict[str, tuple[str, ...]] = {
     "mouth": ("lips_outer", "lips_inner", "chin"),
-    "eyebrow": ("brow_a", "brow_b"),
     "face": ("lips_outer", "lips_inner", "chin", "eye_a", "eye_b", "brow_a", "brow_b", "nose", "iris_a", "iris_b"),
     "neck": ("lips_outer", "lips_inner", "chin", "eye_a", "eye_b", "brow_a", "brow_b", "nose", "iris_a", "iris_b"),
 }

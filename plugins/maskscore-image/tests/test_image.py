@@ -87,6 +87,6 @@ def test_no_face_several_faces_and_a_small_face_are_refused_by_name(ctx):
 def test_parts_the_detector_cannot_see_are_not_offered(ctx):
     mask = plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx)
     assert 13 in mask.native["landmarks"] and len(mask.region) > 0
-    for part in ("ears", "back hair", "nose", "irides"):
+    for part in ("ears", "back hair", "nose", "irides", "eyebrow"):
         with pytest.raises(PartError, match=f"does not see the {part}"):
             plugins.call("mask_part", MODALITY, modality=MODALITY, part=part, ctx=ctx)
