@@ -192,7 +192,7 @@ def _maskscore(env: FreshEnv, *args: str) -> str:
 @pytest.mark.slow
 def test_a_modality_from_outside_builds_bench_rows_and_scores_alone(core_env, tmp_path):
     """examples/maskscore-arkit, installed alone beside the core, builds bench rows of its own
-    table and scores its own files from the command line (the modality from their suffix)."""
+    table and scores its own files from the command line (`score --modality arkit`)."""
     import pyarrow.parquet as pq
 
     env = core_env
@@ -206,7 +206,7 @@ def test_a_modality_from_outside_builds_bench_rows_and_scores_alone(core_env, tm
         assert len(row["output_captures"]) == 5 and row["input_capture"].endswith(".csv")
         first, _, _, _, last = (str(out / p) for p in row["output_captures"])
         part = json.loads((out / "instances" / f"{row['key']}.json").read_text())["instruction"]["part"]
-        report = json.loads(_maskscore(env, "score", "--views", "2", "--resolution", "32", "--frame-a", str(out / row["input_capture"]),
+        report = json.loads(_maskscore(env, "score", "--modality", "arkit", "--views", "2", "--resolution", "32", "--frame-a", str(out / row["input_capture"]),
                                        "--frame-b", first, "--part", part, first, last))  # fmt: skip
         assert report["modality"] == "arkit"
         best, worst = report["candidates"]

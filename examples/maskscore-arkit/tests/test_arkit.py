@@ -141,3 +141,26 @@ def test_parts_without_actions_or_head_are_refused(ctx):
 def test_a_capture_with_no_frames_is_refused():
     with pytest.raises(ArkitError, match="at least one frame"):
         Capture(np.zeros((0, 52)), np.zeros((0, 3)), np.zeros((0, 6)))
+
+
+def test_maskscore_score_reads_captures_by_their_suffix(tmp_path):
+    """`maskscore score` recognises .csv captures as arkit: frame B's capture is the ideal edit."""
+    import json
+
+    from click.testing import CliRunner
+
+    from maskscore_core.cli import main
+    from maskscore_core.testing import small_context
+
+    ctx = small_context(tmp_path, views=2, resolution=32)
+    m = plugins.modality(MODALITY)
+    instance = _instance()
+    a, b = (tmp_path / m.write(m.encode(t, ctx), tmp_path, t.label, ctx) for t in (instance.a, instance.b))
+    args = ["score", "--views", "2", "--resolution", "32", "--frame-a", str(a), "--frame-b", str(b), "--part", "mouth", str(b), str(a)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["modality"] == MODALITY
+    best, same_as_a = report["candidates"]
+    assert best["instruction_following"] > same_as_a["instruction_following"]
+    assert same_as_a["consistency"] == pytest.approx(1.0, abs=1e-6)
