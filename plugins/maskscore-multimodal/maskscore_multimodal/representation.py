@@ -19,6 +19,7 @@ from pathlib import Path
 import attrs
 
 from maskscore_core import plugins, reward_tables
+from maskscore_core.manifest import read_manifest
 from maskscore_core.records import Asset, Decoded, EditInstance, Target, converter
 
 from .pairs import PATHS, choose_pair
@@ -99,17 +100,8 @@ def realise_folder(folder: Path, modality: str, root, ctx) -> None:
 
 
 def read_folder(folder: Path, root, ctx) -> CrossModal:
-    if not folder.is_dir():
-        raise MultimodalError(f"multimodal folder {folder} does not exist")
     manifest_path = folder / MANIFEST
-    if not manifest_path.is_file():
-        raise MultimodalError(f"multimodal folder {folder} has no {MANIFEST}")
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise MultimodalError(f"{manifest_path} is not valid JSON: {err}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise MultimodalError(f"{manifest_path} is not a {FORMAT} manifest")
+    manifest = read_manifest(folder, MANIFEST, FORMAT, MultimodalError, "multimodal folder")
     target = None
     if manifest.get("target"):
         target_path = resolve(manifest["target"], folder)  # the name stays inside the folder

@@ -17,6 +17,7 @@ import attrs
 import numpy as np
 
 from maskscore_core import reward_tables
+from maskscore_core.manifest import read_manifest
 from maskscore_core.records import BodyState, Target, converter
 
 FORMAT = "maskscore-video/1"
@@ -157,17 +158,8 @@ def write_clip(clip: Clip, folder: Path, resolution: int) -> None:
 
 def read_clip(folder: Path) -> Clip:
     """Read a clip folder back; every problem names the file and what is wrong with it."""
-    if not folder.is_dir():
-        raise VideoError(f"video folder {folder} does not exist")
     manifest_path = folder / FRAMES_FILE
-    if not manifest_path.is_file():
-        raise VideoError(f"video folder {folder} has no {FRAMES_FILE}")
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise VideoError(f"{manifest_path} is not valid JSON: {err}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise VideoError(f"{manifest_path} is not a {FORMAT} manifest")
+    manifest = read_manifest(folder, FRAMES_FILE, FORMAT, VideoError, "video folder")
     frames = manifest.get("frames")
     files = manifest.get("frame_files")
     if not isinstance(frames, list) or not isinstance(files, list) or len(frames) != len(files):
