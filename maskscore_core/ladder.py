@@ -387,7 +387,10 @@ def edit_fraction(instance: EditInstance, t: float) -> Target:
     t = 0: frame A's part); a clip's mouth edit also says the words mixed at t, as rungs 2 and 3
     do. benchmarks/bench_calibration.py sweeps t."""
     part, rung, phrases, _steps = _rung_maker(instance)
-    phrase = phrases[0] if t >= 1 else phrases[3] if t <= 0 else mix_phrase(instance.a.transcript, instance.b.transcript, t)
+    if phrases[0] == phrases[3] or t <= 0 or t >= 1:  # the same words all along, or either end's
+        phrase = phrases[0] if t >= 1 else phrases[3]
+    else:
+        phrase = mix_phrase(instance.a.transcript, instance.b.transcript, t)
     return rung(None, f"{part} {t:g} of the way to frame B", part, t, phrase)
 
 

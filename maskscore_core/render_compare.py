@@ -265,10 +265,13 @@ class RenderCompare:
 
     # -- references ---------------------------------------------------------------------------
     def prepare(self, ref_a: Decoded, ref_b: Decoded, part: str, framing: views.Framing | None = None, *,
-                region: np.ndarray | None = None) -> PreparedReference:
+                region: np.ndarray | None = None, halfway: Decoded | None = None) -> PreparedReference:
         """Render frames A and B once (B on A's head), take their LPIPS features once, find the
-        part's pixels, frame B's change against A and d(A, B). `framing` defaults to frame A's
-        own (`views.framing_of`); the scorer plugin passes the subject's (`views.subject_framing`)."""
+        part's pixels, frame B's change against A, d(A, B) and d(halfway, B). `framing` defaults
+        to frame A's own (`views.framing_of`); the scorer plugin passes the subject's
+        (`views.subject_framing`). `halfway` is the edit made half way (the scorer plugin passes
+        the ladder's, `ladder.edit_fraction(instance, 0.5)`: an accessory half its size where it
+        is worn, a look half mixed); by default frame A's and B's vertices averaged."""
         from . import parts
 
         parts.check_active(part)
@@ -294,8 +297,13 @@ class RenderCompare:
                 b = attrs.evolve(b, head_motion=head_motion.motion_size(frame, vertices_b, aligned))
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
             # The halfway mesh calibrates instruction_following (module docstring).
-            middle = self._side(Decoded(), "the mesh halfway from A to B", framing,
-                                0.5 * (vertices_a + aligned))  # fmt: skip
+            if halfway is None or halfway.vertices is None:
+                halfway, middle_vertices = Decoded(), 0.5 * (vertices_a + aligned)
+            else:
+                middle_vertices = self.renderer.check(halfway.vertices, "the halfway reference")
+                if frame is not None:
+                    middle_vertices = head_motion.align_to_a(frame, middle_vertices)
+            middle = self._side(halfway, "the mesh halfway from A to B", framing, middle_vertices)
             lpips_middle = pool.submit(self.lpips.features, _lpips_images([middle.normals]))
             inside = parts.pixel_mask(a.render, part, True, region) | parts.pixel_mask(b.render, part, True, region)
             if not inside.any():
@@ -310,7 +318,7 @@ class RenderCompare:
                 "ssim": _dissimilarity(ssim_a.map(b.normals)),
                 "lpips": self.lpips.layer_maps(lpips_b, lpips_a),
             }
-            references, halfway = (
+            references, halfway_distances = (
                 {
                     "depth_l1": _masked_mean(_capped(np.abs(side.depth - b.depth)), inside),
                     "normal_l1": _masked_mean(np.abs(side.normals - b.normals).mean(axis=-1), inside),
@@ -318,15 +326,17 @@ class RenderCompare:
                     "lpips": max(0.0, self.lpips.distance(features, lpips_b, inside)),
                 }
                 for side, features in ((a, lpips_a), (middle, lpips_middle))
-            )
+            )  # d(A, B), d(halfway, B)
             if a.activations is not None and b.activations is not None:
-                references["activation"], halfway["activation"] = activation_references(a.activations, b.activations)
+                references["activation"], halfway_distances["activation"] = activation_references(
+                    a.activations, b.activations, middle.activations
+                )
         prepared = PreparedReference(
             part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b,
             framing=framing, vertices_a=vertices_a, head_frame=frame, b_as_is=None if aligned is vertices_b else ref_b,
-            ssim_a=ssim_a, b_change=change, references=references, halfway=halfway,
+            ssim_a=ssim_a, b_change=change, references=references, halfway=halfway_distances,
         )  # fmt: skip
-        _appearance_reference(prepared)
+        _appearance_reference(prepared, middle)
         return prepared
 
     # -- candidates ---------------------------------------------------------------------------
@@ -425,15 +435,17 @@ class RenderCompare:
         return scores_of(distances, *references)
 
 
-def activation_references(activations_a, activations_b) -> tuple[float, float]:
-    """d(A, B) and d(halfway, B) of two (T, 52) face activation sequences (time-normalised to
-    the longer one, as `speech.agreement.distance` compares them)."""
+def activation_references(activations_a, activations_b, halfway=None) -> tuple[float, float]:
+    """d(A, B) and d(halfway, B) of (T, 52) face activation sequences; the halfway one defaults
+    to A's and B's averaged (time-normalised to the longer one, as `speech.agreement.distance`
+    compares them)."""
     from .speech import agreement
 
     a, b = np.asarray(activations_a, dtype=np.float64), np.asarray(activations_b, dtype=np.float64)
-    length = max(len(a), len(b))
-    middle = 0.5 * (agreement.time_normalise(a, length) + agreement.time_normalise(b, length))
-    return float(agreement.distance(a, b)), float(agreement.distance(middle, b))
+    if halfway is None:
+        length = max(len(a), len(b))
+        halfway = 0.5 * (agreement.time_normalise(a, length) + agreement.time_normalise(b, length))
+    return float(agreement.distance(a, b)), float(agreement.distance(np.asarray(halfway, dtype=np.float64), b))
 
 
 def _capped(depth_difference: np.ndarray) -> np.ndarray:
@@ -520,9 +532,9 @@ def appearance_regions(prepared: PreparedReference, inside: np.ndarray, outside:
     return edited, ~edited
 
 
-def _appearance_reference(prepared: PreparedReference) -> None:
-    """Frames A's and B's shaded pictures, B's change against A per pixel and d(A, B) in the
-    edited region, when both carry a look."""
+def _appearance_reference(prepared: PreparedReference, middle: Side) -> None:
+    """Frames A's and B's shaded pictures, B's change against A per pixel, d(A, B) and
+    d(halfway, B) in the edited region, when both carry a look."""
     from .appearance import shade
 
     look_a, look_b = prepared.a.appearance, prepared.b.appearance
@@ -533,9 +545,12 @@ def _appearance_reference(prepared: PreparedReference) -> None:
     change = np.abs(picture_b - picture_a).mean(axis=-1)
     prepared.b_change.update(picture_a=picture_a, picture_b=picture_b, appearance=change)
     if edited.any():
-        # The halfway picture is the mean of A's and B's: exactly half of d(A, B) from B.
         prepared.references["appearance_l1"] = _masked_mean(change, edited)
-        prepared.halfway["appearance_l1"] = 0.5 * prepared.references["appearance_l1"]
+        if middle.appearance is not None:  # the halfway reference's own look
+            halfway = np.abs(shade(middle.render, middle.appearance) - picture_b).mean(axis=-1)
+            prepared.halfway["appearance_l1"] = _masked_mean(halfway, edited)
+        else:  # the mean of A's and B's pictures: exactly half of d(A, B) from B
+            prepared.halfway["appearance_l1"] = 0.5 * prepared.references["appearance_l1"]
 
 
 def _add_appearance(distances, prepared: PreparedReference, cand: Side, outside) -> None:

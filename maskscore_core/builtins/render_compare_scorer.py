@@ -25,7 +25,7 @@ import attrs
 import numpy as np
 
 from maskscore_core import Scorer, hookimpl
-from maskscore_core.ladder import ideal_edit
+from maskscore_core.ladder import edit_fraction, ideal_edit
 from maskscore_core.records import CandidateScore, Decoded, PartMask
 
 NAME = "render-compare"
@@ -82,12 +82,13 @@ def _frame(clip: Decoded, t: int) -> Decoded:
 
 
 def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates: list[Decoded],
-                  framing=None, region=None) -> list[CandidateScore]:
+                  framing=None, region=None, halfway: Decoded | None = None) -> list[CandidateScore]:
     """Scores of decoded candidates; clips frame by frame when every side is a clip. `framing`
-    (`views.Framing`) defaults to frame A's own."""
+    (`views.Framing`) defaults to frame A's own; `halfway` (the edit made half way, which
+    calibrates instruction_following) to frame A's and B's vertices averaged."""
     clips = [c for c in candidates if c.frames is not None]
     if not clips or ref_a.frames is None or ref_b.frames is None:
-        return compare.score(compare.prepare(ref_a, ref_b, part, framing, region=region), candidates)
+        return compare.score(compare.prepare(ref_a, ref_b, part, framing, region=region, halfway=halfway), candidates)
     if len(clips) != len(candidates):
         raise RenderCompareScorerError("some candidates are clips (frames) and some are not; score them separately")
     count = len(ref_a.frames)
@@ -100,7 +101,8 @@ def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates
         framing = framing_of(compare.renderer.check(ref_a.frames[0], "frame A"))
     per_candidate: list[list[CandidateScore]] = [[] for _ in candidates]
     for t in range(count):
-        prepared = compare.prepare(_frame(ref_a, t), _frame(ref_b, t), part, framing, region=region)
+        middle = _frame(halfway, t) if halfway is not None and halfway.frames is not None and len(halfway.frames) == count else None
+        prepared = compare.prepare(_frame(ref_a, t), _frame(ref_b, t), part, framing, region=region, halfway=middle)
         frame_scores = compare.score(prepared, [_frame(c, t) for c in candidates])
         for i, s in enumerate(frame_scores):
             per_candidate[i].append(s)
@@ -147,10 +149,13 @@ def score(scorer, instance, candidates, ctx):
     # instruction_following is measured against frame B's part carried onto frame A (the ideal
     # edit), consistency against frame A itself.
     ideal = attrs.evolve(instance, b=ideal_edit(instance))
+    # The edit made half way, as the ladder makes it, calibrates instruction_following.
+    half = attrs.evolve(instance, b=edit_fraction(instance, 0.5))
     refs = {}
-    for which, reference in (("a", instance), ("b", ideal)):
-        decoded = plugins.call("decode_reference", modality, modality=modality, instance=reference, which=which, ctx=ctx)
-        refs[which] = _with_vertices(decoded, getattr(reference, which))
+    for which, reference in (("a", instance), ("b", ideal), ("half", half)):
+        side = "b" if which == "half" else which
+        decoded = plugins.call("decode_reference", modality, modality=modality, instance=reference, which=side, ctx=ctx)
+        refs[which] = _with_vertices(decoded, getattr(reference, side))
     decoded = [
         plugins.call("decode_to_mesh", modality, asset=c.asset, instance=instance, ctx=ctx) for c in candidates
     ]
@@ -158,4 +163,5 @@ def score(scorer, instance, candidates, ctx):
     from maskscore_core.views import subject_framing
 
     framing = subject_framing(instance.a.state.phenotype)
-    return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, region=mask.region)
+    return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, region=mask.region,
+                         halfway=refs["half"])  # fmt: skip
