@@ -20,6 +20,7 @@ import attrs
 
 from maskscore_core import plugins, reward_tables
 from maskscore_core.manifest import read_manifest
+from maskscore_core.reward_tables import relative_to_root  # noqa: F401 - the plugin writes table paths with it
 from maskscore_core.records import Asset, Decoded, EditInstance, Target, converter
 
 from .pairs import PATHS, choose_pair
@@ -124,17 +125,6 @@ def _reason(err: BaseException) -> str:
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
         err = err.exceptions[0]
     return f"{type(err).__name__}: {err}"
-
-
-def relative_to_root(path: Path, ctx) -> str:
-    """A written folder as the table names it: relative to the dataset root when inside it. The
-    root is `ctx.config["dataset_root"]` when the dataset builder sets it, else ctx.workdir."""
-    root = Path(ctx.config.get("dataset_root") or ctx.workdir).resolve()
-    path = Path(path).resolve()
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def resolve(value, root) -> Path:

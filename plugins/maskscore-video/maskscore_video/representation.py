@@ -18,6 +18,7 @@ import numpy as np
 
 from maskscore_core import reward_tables
 from maskscore_core.manifest import read_manifest
+from maskscore_core.reward_tables import relative_to_root  # noqa: F401 - the plugin writes table paths with it
 from maskscore_core.records import BodyState, Target, converter
 
 FORMAT = "maskscore-video/1"
@@ -186,19 +187,6 @@ def _reason(err: BaseException) -> str:
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
         err = err.exceptions[0]
     return f"{type(err).__name__}: {err}"
-
-
-def relative_to_root(path: Path, ctx) -> str:
-    """The table value for a written file: relative to the dataset root when it lies inside it.
-
-    The root is `ctx.config["dataset_root"]` when the dataset builder sets it, else ctx.workdir.
-    """
-    root = Path(ctx.config.get("dataset_root") or ctx.workdir).resolve()
-    path = Path(path).resolve()
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def resolve(value, root) -> Path:
