@@ -45,7 +45,7 @@ def _distribution_of(directory: Path) -> str | None:
     return None
 
 
-def test_distributions(node) -> tuple[str, ...] | None:
+def distributions_for(node) -> tuple[str, ...] | None:
     """The plugin distributions a test loads, or None to keep the environment's choice."""
     own = _distribution_of(Path(node.path).resolve().parent)
     extra = [name for marker in node.iter_markers("maskscore_plugins") for name in marker.args]
@@ -58,7 +58,7 @@ def test_distributions(node) -> tuple[str, ...] | None:
 def _maskscore_plugin_isolation(request, monkeypatch):
     from maskscore_core import plugins
 
-    wanted = test_distributions(request.node)
+    wanted = distributions_for(request.node)
     if wanted is not None:
         monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", ",".join(wanted))
         monkeypatch.delenv("MASKSCORE_STRICT_PLUGINS", raising=False)
