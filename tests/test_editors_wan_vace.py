@@ -1,0 +1,137 @@
+"""The wan-vace editor on diffusers' real WanVACEPipeline, with tiny random weights the test builds,
+saves with save_pretrained and hands the plugin as a local directory (issue 15: a, 4, 5)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from maskscore_core import plugins
+from maskscore_core.context import Context
+from maskscore_core.records import BodyState, EditInstance, EditInstruction, Subject, Target
+
+pytestmark = pytest.mark.maskscore_plugins("maskscore-wan-vace", "maskscore-image", "maskscore-face-landmarks")
+
+RESOLUTION = 160  # the landmark detector needs the face >= 60 px wide
+
+
+def save_tiny_wan_vace(path):
+    """diffusers' own fast-test sizes of Wan-VACE, a 2-layer UMT5 and a word-level tokenizer."""
+    import torch
+    from diffusers import AutoencoderKLWan, FlowMatchEulerDiscreteScheduler, WanVACEPipeline, WanVACETransformer3DModel
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, UMT5Config, UMT5EncoderModel
+
+    torch.manual_seed(0)
+    vocab = {"<pad>": 0, "</s>": 1, "<unk>": 2}
+    for word in "edit the mouth face neck in picture to match frame b".split():
+        vocab.setdefault(word, len(vocab))
+    words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    text_encoder = UMT5EncoderModel(UMT5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=37, num_layers=2, num_heads=4,
+                                               relative_attention_num_buckets=8))
+    vae = AutoencoderKLWan(base_dim=3, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1, temperal_downsample=[False, True, True])
+    transformer = WanVACETransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=16, out_channels=16, text_dim=32,
+        freq_dim=256, ffn_dim=32, num_layers=3, cross_attn_norm=True, qk_norm="rms_norm_across_heads", rope_max_seq_len=32,
+        vace_layers=[0, 2], vace_in_channels=96,
+    )
+    pipe = WanVACEPipeline(tokenizer=tokenizer, text_encoder=text_encoder.eval(), vae=vae.eval(),
+                           scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0), transformer=transformer.eval())
+    pipe.save_pretrained(str(path))
+    return pipe
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("wan-vace-weights")
+    return path, save_tiny_wan_vace(path)
+
+
+def _instance(part="mouth") -> EditInstance:
+    from maskscore_core.body import get_body_model
+
+    expression = np.zeros(52)
+    expression[get_body_model().action_index("jawOpen")] = 0.6
+    subject = Subject("s1", {})
+    return EditInstance(
+        key="wan-0001",
+        instruction=EditInstruction(f"edit the {part} in the picture to match frame B", part, "expression_change", "image"),
+        a=Target("frame A", subject, (BodyState(),), "hello there"),
+        b=Target("frame B", subject, (BodyState(expression=expression),), "hello there"),
+    )
+
+
+def _ctx(tmp_path, **options) -> Context:
+    return Context(workdir=tmp_path, seed=0, config={"views": 4, "resolution": 96, "image_resolution": RESOLUTION,
+                                                     "editor_options": {"steps": 2, "candidates": 2, **options}})
+
+
+def _edit(ctx, part="mouth"):
+    return plugins.call("edit", "wan-vace", editor="wan-vace", modality="image", instance=_instance(part), ctx=ctx)
+
+
+def test_loading_code_round_trips_the_saved_weights(tiny):
+    from maskscore_wan_vace import pipeline
+
+    path, built = tiny
+    loaded = pipeline.load(path)
+    for name in ("transformer", "vae", "text_encoder"):
+        a, b = getattr(built, name).state_dict(), getattr(loaded, name).state_dict()
+        assert a.keys() == b.keys()
+        assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a), name
+    assert type(loaded.transformer).__name__ == "WanVACETransformer3DModel" and not loaded.transformer.training
+
+
+def test_weights_are_asked_for_and_an_incomplete_directory_names_the_missing_file(tiny, tmp_path, monkeypatch):
+    from maskscore_wan_vace.weights import ENV, WeightsError
+
+    monkeypatch.delenv(ENV, raising=False)
+    with pytest.raises(WeightsError, match="--editor-option weights=DIR or set MASKSCORE_WAN_VACE_WEIGHTS"):
+        _edit(_ctx(tmp_path))
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny[0], broken)
+    (broken / "transformer" / "config.json").unlink()
+    with pytest.raises(WeightsError, match=r"broken/transformer/config.json is missing") as err:
+        _edit(_ctx(tmp_path, weights=str(broken)))
+    assert "\n" not in str(err.value)
+    (broken / "model_index.json").unlink()
+    monkeypatch.setenv(ENV, str(broken))  # the environment variable is the other way to point at weights
+    with pytest.raises(WeightsError, match=r"broken/model_index.json is missing"):
+        _edit(_ctx(tmp_path))
+
+
+def test_a_composited_output_keeps_frame_a_outside_the_part_and_is_scored(tiny, tmp_path):
+    ctx = _ctx(tmp_path, weights=str(tiny[0]))
+    candidates = _edit(ctx)
+    source = plugins.modality("image").encode(_instance().a, ctx).data
+    record = json.loads((tmp_path / "editor-outputs" / "wan-0001.json").read_text())
+    assert record["editor"] == "wan-vace" and record["config"]["model_class"] == "diffusers.WanVACEPipeline"
+    assert [c["decoded"] for c in record["candidates"]] == [True, True]
+    from maskscore_wan_vace.editor import part_pixels
+
+    mask = part_pixels("image", _instance(), RESOLUTION, ctx, 3)
+    for candidate in candidates:
+        assert candidate.rung is None and candidate.label.startswith("wan-vace seed ")
+        assert np.array_equal(candidate.asset.data[~mask], source[~mask])  # outside the part: frame A's pixels
+        assert not np.array_equal(candidate.asset.data[mask], source[mask])  # inside: the model's
+    again = _edit(_ctx(tmp_path, weights=str(tiny[0]), candidates=1))  # same seed and weights: the same picture
+    assert np.array_equal(again[0].asset.data, candidates[0].asset.data)
+    scores = plugins.call("score", "render-compare", scorer="render-compare", instance=_instance(), candidates=candidates, ctx=ctx)
+    assert len(scores) == 2 and all(0.0 <= s.overall <= 1.0 and np.isfinite(s.overall) for s in scores)
+
+
+def test_an_output_without_a_face_is_a_recorded_decode_failure(tiny, tmp_path):
+    from maskscore_wan_vace.editor import EditError
+
+    ctx = _ctx(tmp_path, weights=str(tiny[0]), grow=RESOLUTION)  # the whole picture is repainted: noise, no face
+    with pytest.raises(EditError, match="none of the 2 outputs for wan-0001 decodes: .*face") as err:
+        _edit(ctx, part="face")
+    assert "\n" not in str(err.value)
+    record = json.loads((tmp_path / "editor-outputs" / "wan-0001.json").read_text())
+    assert [c["decoded"] for c in record["candidates"]] == [False, False]
+    assert all("face" in c["reason"] for c in record["candidates"])
