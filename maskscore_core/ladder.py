@@ -248,9 +248,11 @@ def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> tuple[st
 # The stock edit of a part (rung 4 where B does not change the wrong part): for parts moved by
 # facial actions, these actions (a gaze up, a jaw opening, a brow raise, a sneer; a part's own
 # opposing actions moved together would cancel) move by STOCK_STEPS x ACTION_DELTA towards the
-# farther end of [0, 1]; bones turn by STOCK_STEPS x BONE_DELTA_RAD about their local up axis;
-# a regional scale changes by STOCK_STEPS x SCALE_DELTA; an accessory slot toggles (removed, or
-# its first variant put on). Twice each threshold: plainly an edit, within what the trials do.
+# farther end of [0, 1]; a regional scale changes by STOCK_STEPS x SCALE_DELTA; an accessory slot
+# toggles (removed, or its first variant put on): twice each threshold, plainly an edit, within
+# what the trials do. Bones (the neck's two) turn together by STOCK_STEPS x BONE_DELTA_RAD about
+# their local up axis, shared evenly: each at its threshold, about the head turn the trials' clips
+# reach (a larger turn swings the whole head and scored below another subject's pose).
 STOCK_STEPS = 2.0
 STOCK_ACTIONS: dict[str, tuple[str, ...]] = {
     "irides": ("eyeLookUpLeft", "eyeLookUpRight"),
@@ -282,8 +284,9 @@ def stock_edit(a: BodyState, part: str) -> BodyState:
         for i in (body.action_index(name) for name in STOCK_ACTIONS[part]):
             expression[i] = min(1.0, expression[i] + step) if expression[i] < 0.5 else max(0.0, expression[i] - step)
     elif parts.part_bones(part):
-        for name in parts.part_bones(part):
-            pose[body.bone_index(name), 0] += STOCK_STEPS * edits.BONE_DELTA_RAD  # SOMA's local x is up: a turn
+        bones = parts.part_bones(part)
+        for name in bones:  # SOMA's local x is up: a turn, shared evenly by the part's bones
+            pose[body.bone_index(name), 0] += STOCK_STEPS * edits.BONE_DELTA_RAD / len(bones)
     else:  # a region (hair, ears): its scale is its edit
         step = STOCK_STEPS * edits.SCALE_DELTA
         scale = scale + step if scale <= 1.0 else scale - step
