@@ -118,6 +118,9 @@ def test_known_answer_per_dimension(bench, fixed, tmp_path):
     recorded = reader.build_config(bench)["ladder_levels"]  # the labels travel with the bench
     assert recorded["text"]["consistency"] == {str(r): 0 for r in (1, 2, 3, 5)}
     assert "only the mouth" in recorded["text"]["dropped"]["4"]
+    card = (bench / "README.md").read_text()  # the card says which rungs each modality's rows hold, and why
+    assert "- mesh: rungs 1, 2, 3, 4, 5\n" in card
+    assert "- speech: rungs 1, 2, 3, 5; rung 4 dropped: speech moves only the mouth" in card
     assert protocol.check_levels(recorded["mesh"], "mesh") == protocol.EXPECTED_LEVEL
     for dimension, accuracy in EXPECTED_ACCURACY.items():
         figures = report["dimensions"][dimension]
