@@ -26,8 +26,8 @@ class RewardRowError(ValueError):
 
 
 def dataset_root(ctx) -> Path:
-    """Where a dataset's files go: `ctx.config["dataset_root"]`, else the run's work directory."""
-    return Path(ctx.config.get("dataset_root") or ctx.workdir)
+    """Where a dataset's files go: `ctx.config.dataset_root`, else the run's work directory."""
+    return Path(ctx.config.dataset_root or ctx.workdir)
 
 
 def relative_to_root(path: Path, ctx) -> str:
@@ -51,11 +51,13 @@ def resolve(value, root, what: str = "a table value", error: type[Exception] = V
 
 
 def view_config(ctx):
-    """The run's cameras: `ctx.config["views"]` views of `ctx.config["resolution"]` pixels."""
+    """The run's cameras: `ctx.config.views` views of `ctx.config.resolution` pixels (the
+    RunConfig defaults without a context)."""
+    from .context import RunConfig
     from .views import ViewConfig
 
-    config = ctx.config if ctx is not None else {}
-    return ViewConfig(count=int(config.get("views", 8)), resolution=int(config.get("resolution", 256)))
+    config = ctx.config if ctx is not None else RunConfig()
+    return ViewConfig(count=config.views, resolution=config.resolution)
 
 
 def conditioning_image(instance: EditInstance, root, ctx) -> str:
