@@ -61,7 +61,13 @@ def test_a_candidate_without_parameters_is_refused(tmp_path):
 
 
 def test_other_scorer_names_are_not_answered():
-    assert latent_scorer.score(scorer="render-compare", instance=None, candidates=[], ctx=None) is None
+    """The core asks latent-l2's implementation only for the name it registered."""
+    from maskscore_core import plugins
+
+    assert plugins.lookup("scorer", latent_scorer.NAME).plugin == "latent_scorer"
+    assert plugins.lookup("scorer", "render-compare").plugin == "render_compare_scorer"
+    with pytest.raises(plugins.NoPluginError, match="latent-l3"):
+        plugins.call("score", "latent-l3", scorer="latent-l3", instance=None, candidates=[], ctx=None)
 
 
 def test_the_look_vector_is_the_resolved_look():
