@@ -160,9 +160,8 @@ def test_plugin_installs_works_and_uninstalls_alone(core_env, modality, tmp_path
         assert env.distributions() == ["maskscore", f"maskscore-{modality}"]
         _check_installed_alone(env, modality)
         if modality == "multimodal":
-            # Alone it lists and encodes; realising a candidate in the output path names that
-            # path's missing plugin.
-            assert "no installed plugin answers 'encode' for 'depth'" in env.round_trip_failure(
+            # Alone it lists; going through a path names that path's missing plugin.
+            assert "unknown modality 'keypoints'; expected one of: multimodal" in env.round_trip_failure(
                 modality, tmp_path / "alone", {"multimodal_pair": "->".join(MULTIMODAL_PAIR)}
             )
             for path in MULTIMODAL_PAIR:
