@@ -1,4 +1,4 @@
-"""The five-rung candidate ladder of seed 000, built in body-state (and transcript) space.
+"""The five-rung candidate ladder of docs/design.md, built in body-state (and transcript) space.
 
 | rung | candidate                               | how                                              |
 |------|-----------------------------------------|--------------------------------------------------|

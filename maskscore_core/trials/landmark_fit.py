@@ -200,7 +200,7 @@ class _WithoutRestVertices:
     """A view of the anny model whose rest-vertex step is skipped.
 
     anny's rest model computes all 18k rest vertices before the rest bone poses; the fit needs
-    only 68 vertices, and that full step dominates each iteration (~40-250 ms). Running anny's
+    only 68 vertices, and that full step dominates each iteration (docs/speakingfaces.md, "The fit"). Running anny's
     own `_get_cached_rest_model` on this view keeps the bone computation exactly anny's."""
 
     def __init__(self, model) -> None:
@@ -494,10 +494,9 @@ class LinearFace:
     T_b turns about the bones' joints down the chain (T_Head = T_Neck1 T_Neck2 R_Head about its
     joint); w_b is each point's skinning weight on bone b and the bones it carries (the jaw and
     eyes ride on the head). Why it holds: facial actions are blendshapes, linear in the rest mesh
-    (jawOpen at 0.5 is half of jawOpen at 1 to 0.03 mm), and SOMA's axis-angles are in world
+    (jawOpen at 0.5 is half of jawOpen at 1), and SOMA's axis-angles are in world
     axes at rest, so this is anny's own linear blend skinning for a pose of these three bones
-    (measured on the face: within 0.004 mm of anny's forward pass; with the reference mesh's
-    skull hold and jawOpen 0.5, within 0.3 mm)."""
+    (docs/speakingfaces.md, "The fit", has how close it comes to anny's forward pass)."""
 
     base: np.ndarray = attrs.field(eq=False)
     deltas: np.ndarray = attrs.field(eq=False)
@@ -694,7 +693,7 @@ def fit_views(
     placed from view 0's landmarks). Deterministic: no random initialisation.
 
     Runs on one torch thread: the problem is small (about a hundred points), and on a shared
-    2-core machine two threads made each iteration ~15x slower, measured.
+    2-core machine two threads made each iteration much slower (docs/speakingfaces.md).
     """
     if not views:
         raise LandmarkFitError("no views to fit")
