@@ -31,6 +31,7 @@ from maskscore_core.dataset import reader
 DISTRIBUTIONS = ("maskscore-pose", "maskscore-native-editor", "maskscore-reward-model")
 pytestmark = [pytest.mark.slow, pytest.mark.maskscore_plugins(*DISTRIBUTIONS)]
 TINY = {"seed": 1, "subjects": 7, "editor_steps": 6, "width": 32, "reward_rows": 12, "bench_rows": 6, "native_rows": 3,
+        "native_train_rows": 3,
         "reward_steps": 30, "rl_rows": 2, "rl_steps": 2, "eval_instances": 2, "views": 2, "resolution": 32,
         "rate_groups": None, "shard_size": 4, "workers": 1, "progress": False}
 EDITOR_ARGS = ["--subjects", "3", "--seed", "1", "--width", "32", "--depth", "1", "--batch", "16", "--quiet"]
@@ -85,6 +86,9 @@ def test_stage_two_native_editor_bench_is_scored_by_render_compare(loop):
         assert all(0.0 <= s <= 1.0 for s in row["scores"])
     assert figures["native_agreement"]["instances"] == 1
     assert json.loads((out / "native-bench" / "card.json").read_text())["config"]["editor"] == "native-flow"
+    # the reward model also learnt from the native editor's samples on training subjects
+    assert json.loads((out / "native-train" / "card.json").read_text())["config"]["split"] == "reward-train"
+    assert len(json.loads((out / "reward" / "config.json").read_text())["data"]) == 2
 
 
 def test_eval_cli_grades_the_reward_model(loop, tmp_path):

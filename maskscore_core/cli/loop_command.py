@@ -3,7 +3,8 @@
 1. train the native editor by masked-part reconstruction (`train` hook, trainer native-flow);
 2. build a reward-train set and a bench of held-out subjects with the frame-pair ladder scored
    by render-compare, and a bench of the native editor's own samples (`--editor native-flow`),
-   scored by render-compare as any editor's;
+   scored by render-compare as any editor's, plus (--native-train-rows) a reward-train set of its
+   samples on training subjects;
 3. train the reward model (trainer reward-model) and grade it beside latent-l2 and
    render-compare on the bench; measure its pair agreement with render-compare on the native
    editor's samples, and both scorers' candidates per second in one run;
@@ -107,13 +108,13 @@ def _build(split: str, out: Path, opts: dict, rows: int, editor: str = "frame-pa
     return run_build(config, progress=opts["progress"], bench_dir=bench_dir)
 
 
-def _native_build(out: Path, opts: dict):
-    """A bench of the native editor's samples (its checkpoint through MASKSCORE_NATIVE_EDITOR,
+def _native_build(out: Path, opts: dict, split: str, name: str, rows: int):
+    """A dataset of the native editor's samples (its checkpoint through MASKSCORE_NATIVE_EDITOR,
     which worker processes inherit), restoring the environment afterwards."""
     previous = os.environ.get(NATIVE_ENV)
     os.environ[NATIVE_ENV] = str(out / "editor")
     try:
-        return _build("bench", out / "native-bench", opts, opts["native_rows"], editor="native-flow")
+        return _build(split, out / name, opts, rows, editor="native-flow")
     finally:
         if previous is None:
             os.environ.pop(NATIVE_ENV, None)
@@ -145,9 +146,14 @@ def run_loop(out: Path, opts: dict) -> dict:
         "width": opts["width"], "progress": opts["progress"]}, seed))
     stage("2 build reward-train", lambda: _build("reward-train", out / "reward-train", opts, opts["reward_rows"]))
     stage("2 build bench", lambda: _build("bench", out / "bench", opts, opts["bench_rows"]))
-    stage("2 build native-flow bench", lambda: _native_build(out, opts))
+    stage("2 build native-flow bench", lambda: _native_build(out, opts, "bench", "native-bench", opts["native_rows"]))
+    reward_data = [str(out / "reward-train")]
+    if opts["native_train_rows"]:
+        stage("2 build native-flow reward-train", lambda: _native_build(
+            out, opts, "reward-train", "native-train", opts["native_train_rows"]))
+        reward_data.append(str(out / "native-train"))
     figures["reward_model"] = stage("3 train reward model", lambda: run_trainer("reward-model", {
-        "out": str(out / "reward"), "data": str(out / "reward-train"), "seed": seed, "steps": opts["reward_steps"],
+        "out": str(out / "reward"), "data": reward_data, "seed": seed, "steps": opts["reward_steps"],
         "progress": opts["progress"]}, seed))
     weights = {"reward-model": str(out / "reward"), "latent-l2": "default", "render-compare": "default"}
     figures["bench"] = stage("3 eval bench", lambda: {n: _eval(out / "bench", out, n, weights[n], opts) for n in LOOP_SCORERS})
@@ -233,11 +239,14 @@ def markdown(figures: dict, out: Path) -> str:
 @click.option("--seed", type=options.SEED, default=1, show_default=True,
               help="Seed of everything; with 16 subjects, seed 1 holds out 5 for the bench (seed 0 holds out none).")
 @click.option("--subjects", type=options.SUBJECTS, default=16, show_default=True, help="Subjects of the source (about a fifth held out).")
-@click.option("--editor-steps", type=options.STEPS, default=1500, show_default=True)
+@click.option("--editor-steps", type=options.STEPS, default=300, show_default=True,
+              help="Stage 1 steps; a small editor leaves RL room (docs/loop.md).")
 @click.option("--width", type=int, default=512, show_default=True, help="Editor MLP width.")
 @click.option("--reward-rows", type=options.ROWS, default=180, show_default=True, help="reward-train rows (3 per instance).")
 @click.option("--bench-rows", type=options.ROWS, default=90, show_default=True)
 @click.option("--native-rows", type=options.ROWS, default=30, show_default=True, help="Rows of the native editor's bench.")
+@click.option("--native-train-rows", type=click.IntRange(min=0), default=60, show_default=True,
+              help="reward-train rows of the native editor's samples (training subjects), added to the reward model's data.")
 @click.option("--reward-steps", type=options.STEPS, default=600, show_default=True)
 @click.option("--rl-rows", type=options.ROWS, default=64, show_default=True, help="rl-train rows (prompts).")
 @click.option("--rl-steps", type=options.STEPS, default=40, show_default=True)
@@ -248,12 +257,13 @@ def markdown(figures: dict, out: Path) -> str:
 @click.option("--shard-size", type=options.SHARD_SIZE, default=16, show_default=True)
 @click.option("--workers", type=options.WORKERS, default=1, show_default=True)
 @click.option("--quiet", is_flag=True)
-def loop_command(out, seed, subjects, editor_steps, width, reward_rows, bench_rows, native_rows, reward_steps, rl_rows,
-                 rl_steps, eval_instances, rate_groups, views, resolution, shard_size, workers, quiet):
+def loop_command(out, seed, subjects, editor_steps, width, reward_rows, bench_rows, native_rows, native_train_rows,
+                 reward_steps, rl_rows, rl_steps, eval_instances, rate_groups, views, resolution, shard_size, workers, quiet):
     """Run the loop's four stages small on the built-in data; write DIR/report.md."""
     options.check_render_size(views, resolution)
     opts = {"seed": seed, "subjects": subjects, "editor_steps": editor_steps, "width": width, "reward_rows": reward_rows,
-            "bench_rows": bench_rows, "native_rows": native_rows, "reward_steps": reward_steps, "rl_rows": rl_rows,
+            "bench_rows": bench_rows, "native_rows": native_rows, "native_train_rows": native_train_rows,
+            "reward_steps": reward_steps, "rl_rows": rl_rows,
             "rl_steps": rl_steps, "eval_instances": eval_instances, "rate_groups": rate_groups, "views": views,
             "resolution": resolution,
             "shard_size": shard_size, "workers": workers, "progress": not quiet}

@@ -34,7 +34,7 @@ from .model import load, save
 
 DEFAULTS = {
     "seed": 0, "steps": 40, "group": 12, "prompts": 6, "sample_steps": 20, "eta": 0.7, "kl": 0.04, "clip": 2e-4,
-    "adv_clip": 5.0, "lr": 5e-4, "save_every": 10, "eval_instances": 24, "eval_samples": 4, "views": 4, "resolution": 64,
+    "adv_clip": 5.0, "lr": 3e-4, "save_every": 10, "eval_instances": 24, "eval_samples": 4, "views": 4, "resolution": 64,
 }
 MODALITY = "pose"
 REPORT = "rl_report.json"
