@@ -21,12 +21,13 @@ from pathlib import Path
 import attrs
 from tqdm import tqdm
 
+from .. import plugins
 from . import atomic, lock, verify, workers
 from .card import write_card
 from .leakage import check_leakage
 from .plan import BuildConfig, ShardSpec, planned_instances, shard_plan
 from .scorer_config import for_build
-from .shard import PARTIAL_DIR, WORK_DIR, build_shard, forget_trials, register_plugin_modules
+from .shard import PARTIAL_DIR, WORK_DIR, build_shard, forget_trials, load_instance_maker, register_plugin_modules
 
 CONFIG_MARKER = ".build-config.json"
 
@@ -56,6 +57,18 @@ def content_config(config: BuildConfig) -> dict:
     # The labels: how each modality's rungs are expected to rank (`protocol.levels_for`).
     levels = {m: {d: {str(r): v for r, v in t.items()} for d, t in levels_for(m).items()} for m in config.modalities}
     return {**config.content_config(), "scorer_config": scorer.as_dict() if scorer else None, "ladder_levels": levels}
+
+
+def _check_names(config: BuildConfig) -> None:
+    """The source, the editor (scored splits) and the instance maker exist (NoPluginError or
+    ShardError naming the one that does not): found now, not in the first shard."""
+    plugins.lookup("source", config.source)
+    if config.scored:
+        plugins.lookup("editor", config.editor)
+    try:
+        load_instance_maker(config.instance_maker)
+    except (ImportError, AttributeError) as err:
+        raise BuildError(f"instance maker {config.instance_maker!r} cannot be loaded: {err}") from None
 
 
 def _committed(root: Path) -> bool:
@@ -161,6 +174,7 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
     root = Path(config.out)
     content = content_config(config)  # a config that cannot be scored or planned fails before anything is written
     plan = shard_plan(config)
+    _check_names(config)
     created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     released = False
