@@ -1,0 +1,119 @@
+"""Qwen3-Omni from a local directory, and one chat turn with it.
+
+Weights come only from a local directory (`--editor-option weights=DIR` for the editor,
+`maskscore eval --weights DIR` for the scorer, or MASKSCORE_QWEN3_OMNI_WEIGHTS), loaded with
+`local_files_only`; a directory lacking a file is refused with the file's name before loading.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+ENV = "MASKSCORE_QWEN3_OMNI_WEIGHTS"
+MODEL_CLASS = "transformers.Qwen3OmniMoeForConditionalGeneration"
+PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
+AUDIO_RATE = 16_000  # what the Whisper feature extractor expects
+
+
+class WeightsError(ValueError):
+    """No weights directory given, or one that lacks a file the model needs."""
+
+
+def weights_dir(given: str | None, what: str) -> Path:
+    """`given`, else the environment variable; WeightsError naming both ways if neither."""
+    given = given or os.environ.get(ENV)
+    if not given:
+        raise WeightsError(f"{what} needs local Qwen3-Omni weights: {WAYS[what]} or set {ENV}")
+    path = Path(given).expanduser()
+    if not path.is_dir():
+        raise WeightsError(f"{what}: Qwen3-Omni weights directory {path} does not exist")
+    return path
+
+
+WAYS = {"qwen3-omni": "pass --editor-option weights=DIR", "omniscore": "pass --weights DIR to maskscore eval"}
+
+
+def check_complete(path: Path) -> None:
+    """Raise WeightsError naming the first file the model or its processor would miss."""
+    import json
+
+    for name in ("config.json", "tokenizer_config.json"):
+        if not (path / name).is_file():
+            raise WeightsError(f"Qwen3-Omni weights: {path / name} is missing")
+    if not any((path / name).is_file() for name in PROCESSOR_FILES):
+        raise WeightsError(f"Qwen3-Omni weights: {path / PROCESSOR_FILES[0]} is missing")
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        for shard in shards:
+            if not (path / shard).is_file():
+                raise WeightsError(f"Qwen3-Omni weights: {path / shard} is missing (listed in {index.name})")
+    elif not (path / "model.safetensors").is_file():
+        raise WeightsError(f"Qwen3-Omni weights: {path / 'model.safetensors'} is missing")
+
+
+def found(path: str | None = None) -> str:
+    """For listings: where the weights are, or why none were found."""
+    try:
+        where = weights_dir(path, "qwen3-omni")
+        check_complete(where)
+        return f"weights found at {where}"
+    except WeightsError as err:
+        return f"no weights ({err})"
+
+
+class Omni:
+    """A loaded model and processor; `reply` runs one seeded chat turn."""
+
+    def __init__(self, path: Path) -> None:
+        check_complete(path)
+        import torch
+        from transformers import AutoProcessor, Qwen3OmniMoeForConditionalGeneration
+
+        self.path = path
+        self.model = Qwen3OmniMoeForConditionalGeneration.from_pretrained(
+            str(path), local_files_only=True, dtype=torch.float32).eval()  # fmt: skip
+        self.processor = AutoProcessor.from_pretrained(str(path), local_files_only=True)
+
+    def inputs(self, content: list, system: str = ""):
+        """The processor's tensors for one user turn. content: items ("text", str), ("image",
+        uint8 HxWx3), ("audio", float32 samples at 16 kHz)."""
+        from PIL import Image
+
+        parts, images, audios = [], [], []
+        for kind, value in content:
+            if kind == "text":
+                parts.append({"type": "text", "text": value})
+            elif kind == "image":
+                parts.append({"type": "image"})
+                images.append(Image.fromarray(np.asarray(value, dtype=np.uint8)))
+            elif kind == "audio":
+                parts.append({"type": "audio"})
+                audios.append(np.asarray(value, dtype=np.float32))
+            else:
+                raise ValueError(f"unknown prompt item {kind!r}")
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": parts}]
+        prompt = self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return self.processor(text=[prompt], images=images or None, audio=audios or None, return_tensors="pt")
+
+    def reply(self, content: list, seed: int, temperature: float, max_new_tokens: int, system: str = "") -> str:
+        """One chat turn, sampled at `temperature` with `seed` (greedy at 0)."""
+        import torch
+
+        inputs = self.inputs(content, system)
+        torch.manual_seed(seed)
+        sampling = {"do_sample": True, "temperature": float(temperature), "top_p": 1.0} if temperature > 0 else {"do_sample": False}
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, thinker_max_new_tokens=max_new_tokens, return_audio=False,
+                                      thinker_eos_token_id=self.model.config.im_end_token_id, **sampling)
+        sequences = out[0] if isinstance(out, tuple) else getattr(out, "sequences", out)
+        new = sequences[:, inputs["input_ids"].shape[1]:]
+        return self.processor.batch_decode(new, skip_special_tokens=True)[0]
+
+
+def load(ctx, path: Path) -> Omni:
+    """The run's model for `path`, loaded once per process (`ctx.shared`)."""
+    return ctx.shared(f"qwen3-omni:{path.resolve()}", lambda: Omni(path))
