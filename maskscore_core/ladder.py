@@ -6,9 +6,10 @@
 | 2    | interpolation between A and B           | the part moved INTERPOLATION_T (0.5) of the way  |
 | 3    | partial edit (wrong severity)           | the part moved PARTIAL_T (0.2) of the way        |
 | 4    | wrong part edited                       | another part the modality edits that shares no   |
-|      |                                         | action, bone or slot with it (the neck only when |
-|      |                                         | nothing else is left): B's values there when B   |
-|      |                                         | really changes it, else its stock edit           |
+|      |                                         | action, bone or slot with it, its region apart if|
+|      |                                         | one is (the neck only when nothing else is left):|
+|      |                                         | B's values there when B really changes it, else  |
+|      |                                         | its stock edit                                   |
 | 5    | wrong subject                           | `instance.other`: another subject's frame/clip   |
 
 Rung 4 is always a real edit of another part (`wrong_part`, `stock_edit`): frame pairs are drawn
@@ -225,18 +226,29 @@ class NoWrongPart(LadderError):
     (its ladder levels must drop it, `dataset.protocol`)."""
 
 
+def _apart(part: str, other: str) -> bool:
+    """Whether editing `other` leaves `part`'s comparison region alone: their regions (each part
+    with what its own actions deform, `parts.region_vertex_ids`) share no vertex. A sneer moves
+    the brows' region, so a nose edit would partly do an eyebrow edit's work."""
+    from . import parts
+
+    return not np.intersect1d(parts.region_vertex_ids(part), parts.region_vertex_ids(other)).size
+
+
 def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> tuple[str, bool]:
     """The part rung 4 edits instead, and whether it takes B's values there (else `stock_edit`).
 
     Only parts the modality itself edits (its task table: what its representation can show)
-    that share nothing with `part`; the neck only when nothing else is left (its bones carry the
-    head, so every other part with it). Among those, the one changing most from A to B (vocab
-    order on ties) takes B's values where it really changes (`part_change` >= 1), else its stock
-    edit, so rung 4 is always a real edit. NoWrongPart when the modality edits no such part."""
+    that share nothing with `part`, those whose comparison region is apart from the part's first
+    (`_apart`); the neck only when nothing else is left (its bones carry the head, so every other
+    part with it). Among those, the one changing most from A to B (vocab order on ties) takes B's
+    values where it really changes (`part_change` >= 1), else its stock edit, so rung 4 is always
+    a real edit. NoWrongPart when the modality edits no such part."""
     _check_part(part)
     target = _footprint(part)
     pool = [p for p in vocab.PARTS if p in task_table(modality) and p != part and not (_footprint(p) & target)]
     pool = [p for p in pool if p != "neck"] or pool
+    pool = [p for p in pool if _apart(part, p)] or pool
     if not pool:
         raise NoWrongPart(f"the {modality} modality edits no part that shares nothing with the {part!r}:"
                           " rung 4 (wrong part) cannot be made; its ladder levels must drop it")

@@ -212,7 +212,7 @@ def _only(part):
     "modality, part, task, wrong",
     [
         ("mesh", "mouth", "expression_change", "front hair"),  # every other part level: the first
-        ("mesh", "face", "expression_change", "front hair"),  # the face holds every action
+        ("mesh", "face", "expression_change", "back hair"),  # the face holds every action; the fringe touches it
         ("pose", "mouth", "pose_change", "irides"),  # a pose shows no brows, nose or hair
         ("pose", "face", "pose_change", "neck"),  # nothing else in a pose shares nothing with the face
         ("keypoints", "neck", "region_extract", "front hair"),
@@ -246,12 +246,19 @@ def test_rung_four_is_a_real_edit_of_a_part_the_modality_shows(modality, part, t
 
 
 def test_rung_four_takes_b_values_where_b_changes_the_part():
-    """B raises the brows and moves the gaze too: the part changing most (the eyebrow) takes B's
-    values, exactly."""
+    """B also raises the brows, moves the gaze, takes the hat off and puts glasses on. The
+    regions of the brows and the gaze touch the mouth's, so among the parts whose region is apart
+    from the mouth's, the one B changes (the hat, first of the two accessory slots) takes B's
+    values; on a pose, which shows no accessory, the gaze does, where B moves it enough."""
     rungs = ladder.build_ladder(_instance("mouth", A, B))
-    assert rungs[3].label == "rung 4: wrong part (eyebrow)"
-    brows, _ = _indices("eyebrow")
-    assert np.array_equal(rungs[3].state.expression[brows], B.expression[brows])
+    assert rungs[3].label == "rung 4: wrong part (headwear)"
+    assert rungs[3].state.accessories == ()  # B's: no hat (and not B's glasses: another slot)
+    assert np.array_equal(rungs[3].state.expression, A.expression)
+    looking = _state({"jawOpen": 0.8, "eyeLookUpLeft": 0.8})
+    posed = ladder.build_ladder(_instance("mouth", A, looking, modality="pose", task="pose_change"))
+    assert posed[3].label == "rung 4: wrong part (irides)"
+    gaze, _ = _indices("irides")
+    assert np.array_equal(posed[3].state.expression[gaze], looking.expression[gaze])
 
 
 def test_stock_edits_of_every_kind_of_part():
