@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from . import plugins, schemas, vocab
+from . import plugins, reward_tables, schemas, vocab
+from .registration import CONDITIONING_IMAGE
 from .testing import check_modality_plugin_alone, check_round_trip, modality_round_trip
 
 
@@ -78,6 +79,8 @@ class ModalityContract:
         """Frame A written as the input and frame B as the one candidate under root/assets, and
         a row of each dimension. Returns (instance, [input value, candidate value], rows)."""
         instance = self.unit_instance()
+        if CONDITIONING_IMAGE in plugins.modality(self.modality).input_columns:
+            reward_tables.render_conditioning_image(instance, root, ctx)  # as the dataset stage does
         values = []
         for target, name in ((instance.a, "input"), (instance.b, "rung1")):
             asset = self._call("encode", modality=self.modality, target=target, ctx=ctx)

@@ -60,11 +60,10 @@ def view_config(ctx):
     return ViewConfig(count=config.views, resolution=config.resolution)
 
 
-def conditioning_image(instance: EditInstance, root, ctx) -> str:
-    """Path (relative to root) of the source frame: an RGB picture of frame A from the first view.
-
-    Written once per key as `conditioning/<key>.png`; every modality of the same key reuses it.
-    """
+def render_conditioning_image(instance: EditInstance, root, ctx) -> str:
+    """Render the source frame, an RGB picture of frame A from the first view, as
+    `conditioning/<key>.png` under root (once per key: every modality of the key reuses it), and
+    return its path relative to root. The dataset stage calls it before it makes the rows."""
     import imageio.v3 as iio
 
     relative = f"{CONDITIONING_DIR}/{instance.key}.png"
@@ -73,6 +72,18 @@ def conditioning_image(instance: EditInstance, root, ctx) -> str:
         picture = frame_a_picture(instance, view_config(ctx))
         path.parent.mkdir(parents=True, exist_ok=True)
         iio.imwrite(path, picture)
+    return relative
+
+
+def conditioning_image(instance: EditInstance, root, ctx) -> str:
+    """The conditioning_image column of a row: the path of the picture `render_conditioning_image`
+    rendered. Making a row never renders; RewardRowError when it was not rendered first."""
+    relative = f"{CONDITIONING_DIR}/{instance.key}.png"
+    if not (Path(root) / relative).is_file():
+        raise RewardRowError(
+            f"row {instance.key!r}: frame A's conditioning image {relative} is not rendered under {root};"
+            " render it first (reward_tables.render_conditioning_image; the dataset stage does)"
+        )
     return relative
 
 

@@ -55,3 +55,18 @@ def test_paths_are_stored_relative_to_the_dataset_root(tmp_path):
     (tmp_path / "data" / "link").symlink_to(tmp_path)
     with pytest.raises(ValueError, match="outside the dataset directory"):
         reward_tables.resolve("link/x.glb", tmp_path / "data")
+
+
+def test_making_a_row_never_renders(tmp_path):
+    """The conditioning picture is rendered by the dataset stage; a row only names it."""
+    from maskscore_core import plugins
+
+    ctx = Context(workdir=tmp_path, config={"views": 2, "resolution": 32, "dataset_root": str(tmp_path)})
+    instance = _instance()
+    mesh = plugins.modality("mesh")
+    value = mesh.write(mesh.encode(instance.a, ctx), tmp_path / "assets", "input", ctx)
+    with pytest.raises(reward_tables.RewardRowError, match="conditioning image conditioning/k1.png is not rendered"):
+        mesh.row(instance, value, [value], [], "overall", tmp_path, ctx)
+    assert not (tmp_path / "conditioning").exists()
+    assert reward_tables.render_conditioning_image(instance, tmp_path, ctx) == "conditioning/k1.png"
+    assert mesh.row(instance, value, [value], [], "overall", tmp_path, ctx)["conditioning_image"] == "conditioning/k1.png"

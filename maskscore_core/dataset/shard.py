@@ -27,6 +27,8 @@ import pyarrow.parquet as pq
 from .. import plugins, schemas, vocab
 from ..context import Context
 from ..records import Candidate, EditInstance, converter
+from ..registration import CONDITIONING_IMAGE
+from ..reward_tables import render_conditioning_image
 from . import atomic, reader, verify
 from .plan import BuildConfig, ShardSpec
 from .scorer_config import hook_config
@@ -167,8 +169,11 @@ def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, 
     input_value = write(source_asset, f"{key}-input")
     candidate_values = [write(c.asset, f"{key}-rung{c.rung if c.rung is not None else n + 1}") for n, c in enumerate(candidates)]
 
-    # The row is made once, unscored (what an RL row is); each dimension's row is that row with its
-    # scores and dimension, in the same column order.
+    # Frame A's picture is rendered here, where the rows of a table that holds it are made; a row
+    # only names it. The row is made once, unscored (what an RL row is); each dimension's row is
+    # that row with its scores and dimension, in the same column order.
+    if CONDITIONING_IMAGE in plugins.modality(modality).input_columns:
+        render_conditioning_image(instance, temp_root, ctx)
     unscored = dict(plugins.call(
         "reward_row", modality, modality=modality, instance=instance, input_value=input_value,
         candidate_values=candidate_values, scores=[], dimension="overall", root=temp_root, ctx=ctx,
@@ -196,7 +201,8 @@ def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
         shutil.rmtree(temp_root)  # a killed attempt's leftovers
     asset_dir = spec.asset_dir(temp_root)
     asset_dir.mkdir(parents=True)
-    ctx = make_context(temp_root / "work", config.seed, {**scoring_config(config), "dataset_root": str(temp_root)})
+    editor_options = {"editor_options": dict(config.editor_options)} if config.editor_options else {}
+    ctx = make_context(temp_root / "work", config.seed, {**scoring_config(config), "dataset_root": str(temp_root), **editor_options})
     ctx.workdir.mkdir()
 
     trials = split_trials(config)
