@@ -287,3 +287,17 @@ def test_speech_and_text_make_no_wrong_part_rung():
         with pytest.raises(ladder.NoWrongPart, match=f"the {modality} modality edits no part"):
             ladder.build_ladder(_instance("mouth", A, B, modality=modality, task="speech_edit"), rungs=[4])
     assert ladder.ladder_rungs("mesh") == [1, 2, 3, 4, 5]
+
+
+def test_pose_makes_no_wrong_subject_rung():
+    """A pose carries no identity, so it is decoded on frame A's body and another subject's bones
+    are only another pose: its ladder levels drop rung 5, with the reason, and its ladder is
+    rungs 1-4, rung 4 a real edit of another part."""
+    from maskscore_core.dataset import protocol
+
+    levels = protocol.levels_for("pose")
+    assert protocol.rungs_of(levels) == ladder.ladder_rungs("pose") == [1, 2, 3, 4]
+    assert "no identity" in levels["dropped"][5]
+    rungs = ladder.build_ladder(_instance("mouth", A, B, modality="pose", task="pose_change"))
+    assert [r.rung for r in rungs] == [1, 2, 3, 4]
+    assert rungs[3].state.expression.tolist() != A.expression.tolist() or rungs[3].state.pose.tolist() != A.pose.tolist()

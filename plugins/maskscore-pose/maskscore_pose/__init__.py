@@ -20,6 +20,7 @@ class Pose(Modality):
     # No SOMA bone carries the brows, so a pose cannot express an eyebrow edit.
     task_table = {part: "pose_change" for part in edits.MOTION_PARTS if part != "eyebrow"}
     order = 1
+    ladder_levels = representation.LADDER_LEVELS  # no rung 5: a pose carries no identity
 
     def encode(self, target, ctx):
         return representation.encode(target)

@@ -22,6 +22,20 @@ from . import face_bones
 MODALITY = "pose"
 POSE_LENGTH = SOMA_BONES * 3 + 3
 
+# How this modality's rungs rank (`dataset.protocol`): a pose carries no identity (no phenotype),
+# so every candidate is decoded on frame A's body and rung 5 ("wrong subject") would be only
+# another subject's bones there: another pose, which moves the asked part too, in no known
+# direction (the other subject's jaw or gaze can be nearer frame B's than rung 3's is), so it is
+# not known to rank below rungs 3 and 4. Rung 5 is dropped; rungs 1-4 keep the design's levels.
+LADDER_LEVELS = {
+    "instruction_following": {1: 0, 2: 1, 3: 2, 4: 3},
+    "consistency": {1: 0, 2: 0, 3: 0, 4: 1},
+    "overall": {1: 0, 2: 1, 3: 2, 4: 3},
+    "dropped": {5: "a pose carries no identity (no phenotype): decoded on frame A's body, another subject's"
+                   " bones are only another pose, which moves the asked part too, in no known direction"
+                   " (it can come nearer frame B's than the partial edit), so it is no wrong-subject candidate"},
+}
+
 
 class PoseError(ValueError):
     """A pose vector of the wrong length, or holding NaN/infinite values."""
