@@ -11,6 +11,7 @@ the camera centre (mm), and the largest action the case did not set ("spill").
 
     .venv/bin/python benchmarks/bench_landmark_fit.py                   # the README's table
     .venv/bin/python benchmarks/bench_landmark_fit.py --yaws 0 --sizes 192 --json out.json
+    .venv/bin/python benchmarks/bench_landmark_fit.py --ladders 3     # ladders through pixels
 """
 
 from __future__ import annotations
@@ -120,13 +121,80 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def ladders(count: int, workdir) -> list[str]:
+    """The frame-pair ladder through pixels on the first `count` built-in instances of the image
+    and video modalities (seed 0, 3 subjects x 2 trials; 4 views of 96 px): image rungs drawn as
+    256 px pictures; video rungs written as 192 px frames at 5 fps, their frames.json removed so
+    they decode as pixel clips. Each line: overall / instruction_following / consistency of
+    rungs 1-5 through pixels, then overall of the same rungs as exact body states."""
+    import json
+    from pathlib import Path
+
+    from maskscore_core import plugins
+    from maskscore_core.context import Context
+    from maskscore_core.edits import make_instances
+    from maskscore_core.records import Asset, Candidate
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+
+    workdir = Path(workdir)
+    ctx = Context(workdir=workdir, seed=0, config={"views": 4, "resolution": 96, "frame_resolution": 192, "video_frames": 3})
+    lines = []
+
+    def fmt(values):
+        return " / ".join(f"{v:.2f}" for v in values)
+
+    def score(instance, candidates):
+        found = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
+        return [s.overall for s in found], [s.instruction_following for s in found], [s.consistency for s in found]
+
+    for modality, fps in (("image", 25.0), ("video", 5.0)):
+        from maskscore_video.pixels import PIXEL_MANIFEST, read_png_folder
+        from maskscore_video.representation import write_clip
+
+        trials = generate_trials(AnnySourceConfig(seed=0, subjects=3, trials_per_subject=2, fps=fps), workdir / f"trials-{modality}")
+        mesh = plugins.modality("mesh")
+        for number, instance in enumerate(make_instances(trials, modality, np.random.default_rng(0), count), start=1):
+            candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality=modality, instance=instance, ctx=ctx)
+            if modality == "video":
+                exact, pixels = candidates, []
+                for c in candidates:
+                    folder = workdir / instance.key / f"rung{c.rung}"
+                    write_clip(c.asset.data, folder, 192)
+                    (folder / "frames.json").unlink()
+                    (folder / PIXEL_MANIFEST).write_text(json.dumps({"fps": c.asset.data.fps}))
+                    pixels.append(Candidate(c.label, Asset(modality="video", data=read_png_folder(folder), path=str(folder)), c.rung))
+            else:
+                from maskscore_core.ladder import build_ladder
+
+                pixels = candidates
+                exact = [Candidate(t.label, mesh.encode(t, ctx), t.rung) for t in build_ladder(instance)]
+            try:
+                overall, following, consistency = score(instance, pixels)
+                line = (f"| {modality} | {number} ({instance.instruction.part}) | {fmt(overall)} | {fmt(following)} |"
+                        f" {fmt(consistency)} | {fmt(score(instance, exact)[0])} |")  # fmt: skip
+            except ValueError as err:
+                line = f"| {modality} | {number} ({instance.instruction.part}) | failed: {str(err).splitlines()[0]} | | | |"
+            print(line, flush=True)
+            lines.append(line)
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--yaws", default="0,20,40", help="camera yaws around the head, degrees")
     parser.add_argument("--sizes", default="160,256", help="image sizes, pixels (square)")
     parser.add_argument("--cases", default=",".join(CASES), help="which cases")
     parser.add_argument("--json", help="write the rows and the speed summary as JSON here")
+    parser.add_argument("--ladders", type=int, default=0, help="also the frame-pair ladder through pixels on this many"
+                        " built-in instances of the image and video modalities")  # fmt: skip
     args = parser.parse_args()
+    if args.ladders:
+        import tempfile
+
+        print("| modality | instance | overall 1-5 (pixels) | instruction_following | consistency | overall 1-5 (exact) |")
+        print("|---|---|---|---|---|---|")
+        ladders(args.ladders, tempfile.mkdtemp(prefix="pixel-ladders-"))
+        return 0
 
     from maskscore_core.trials import landmark_fit as lf
     from maskscore_face_landmarks import FaceMeshDetector
