@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
+from maskscore_core import plugins, reward_tables
 from maskscore_core.contract import SpokenModalityContract
 from maskscore_core.records import Asset
 from maskscore_core.testing import misordered_pairs, speaking_instance
@@ -88,6 +88,7 @@ def test_rows_store_transcripts_and_name_missing_files(ctx, tmp_path):
                             candidate_values=candidates, scores=scores, dimension="overall", root=tmp_path, ctx=ctx)  # fmt: skip
 
     candidates = [write("play some music", "r1"), write("turn on the lights", "r2")]
+    reward_tables.render_conditioning_image(_instance(), tmp_path, ctx)  # the dataset stage's part
     assert row(write("turn on the lights", "a"), [0.9, 0.2])["output_texts"] == ["play some music", "turn on the lights"]
     with pytest.raises(ValueError, match="does not exist"):
         row("assets/gone.txt", [0.5, 0.4])
