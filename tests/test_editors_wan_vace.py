@@ -135,3 +135,29 @@ def test_an_output_without_a_face_is_a_recorded_decode_failure(tiny, tmp_path):
     record = json.loads((tmp_path / "editor-outputs" / "wan-0001.json").read_text())
     assert [c["decoded"] for c in record["candidates"]] == [False, False]
     assert all("face" in c["reason"] for c in record["candidates"])
+
+
+def test_build_bench_with_the_editor_tags_rows_with_it_and_its_config(tiny, tmp_path):
+    """`maskscore build bench --editor wan-vace` on one instance (seed 1: a mouth edit): the candidates are the model's
+    pictures, scored by render-compare; the card names the editor and its options."""
+    from click.testing import CliRunner
+
+    from maskscore_core.cli import main
+
+    out = tmp_path / "bench"
+    args = ["build", "bench", "--out", str(out), "--rows", "3", "--seed", "1", "--subjects", "24", "--modalities", "image", "--views", "2",
+            "--resolution", "64", "--editor", "wan-vace", "--editor-option", f"weights={tiny[0]}",
+            "--editor-option", "steps=1", "--editor-option", "candidates=2", "--quiet"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    card = (out / "README.md").read_text()
+    assert "wan-vace" in card and "editor_options" in card
+    (record_path,) = (out / "editor-outputs").glob("*.json")
+    record = json.loads(record_path.read_text())
+    assert record["editor"] == "wan-vace" and record["config"]["steps"] == 1
+    from maskscore_core.dataset import reader
+
+    rows = [row for _, row in reader.iter_rows(out)]
+    assert len(rows) == 3 and {row["dimension"] for row in rows} == {"instruction_following", "consistency", "overall"}
+    decoded = sum(c["decoded"] for c in record["candidates"])
+    assert all(len(row["output_images"]) == decoded == len(row["scores"]) for row in rows)

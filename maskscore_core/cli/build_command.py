@@ -12,12 +12,12 @@ from ..dataset.splits import SPLITS
 from . import options
 
 
-def _options(pairs: tuple[str, ...]) -> dict:
+def _options(pairs: tuple[str, ...], hint: str = "--source-option") -> dict:
     options = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            raise click.BadParameter(f"expected NAME=VALUE, got {pair!r}", param_hint="--source-option")
+            raise click.BadParameter(f"expected NAME=VALUE, got {pair!r}", param_hint=hint)
         try:
             options[name] = int(value)
         except ValueError:
@@ -41,6 +41,8 @@ def _options(pairs: tuple[str, ...]) -> dict:
               help="Comma-separated modalities (default: every installed one).")
 @click.option("--editor", default="frame-pair", show_default=True, type=options.PluginName("editor"),
               help="Editor plugin making the candidates.")
+@click.option("--editor-option", "editor_options", multiple=True,
+              help="NAME=VALUE passed to the editor, e.g. weights=DIR (repeatable; recorded in the card).")
 @click.option("--scorer", default="render-compare", show_default=True, type=options.PluginName("scorer"),
               help="Scorer plugin labelling them.")
 @click.option("--workers", type=options.WORKERS, default=1, show_default=True)
@@ -51,14 +53,14 @@ def _options(pairs: tuple[str, ...]) -> dict:
 @click.option("--bench", "bench_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="A bench built with the same seed: the leakage gate also checks no subject is shared with it.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def build_command(split, out, rows, seed, source, subjects, source_options, modalities, editor, scorer, workers, backend, views,
+def build_command(split, out, rows, seed, source, subjects, source_options, modalities, editor, editor_options, scorer, workers, backend, views,
                   resolution, shard_size, bench_dir, quiet):
     """Build a dataset as Parquet shards plus a card (README.md); resumes an interrupted build."""
     options.check_render_size(views, resolution)
     config = BuildConfig(
         split=split, out=out, rows=rows, seed=seed, source=source, subjects=subjects,
         source_options=_options(source_options), modalities=modalities,
-        editor=editor, scorer=scorer, workers=workers, backend=backend, views=views, resolution=resolution, shard_size=shard_size,
+        editor=editor, editor_options=_options(editor_options, "--editor-option"), scorer=scorer, workers=workers, backend=backend, views=views, resolution=resolution, shard_size=shard_size,
     )
     summary = run_build(config, progress=not quiet, bench_dir=bench_dir)
     click.echo(

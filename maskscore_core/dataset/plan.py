@@ -62,6 +62,7 @@ class BuildConfig:
     source_options: dict[str, Any] = attrs.field(factory=dict)
     modalities: tuple[str, ...] = attrs.field(default=(), converter=_modalities)
     editor: str = "frame-pair"
+    editor_options: dict[str, Any] = attrs.field(factory=dict)  # `--editor-option`, handed to `edit` as ctx.config["editor_options"]
     scorer: str = "render-compare"
     views: int = 8
     resolution: int = 256
@@ -115,6 +116,7 @@ class BuildConfig:
             "source_config": self.source_config(),
             "modalities": list(self.modalities),
             "editor": self.editor if self.scored else None,
+            **({"editor_options": dict(sorted(self.editor_options.items()))} if self.scored and self.editor_options else {}),
             "scorer": self.scorer if self.scored else None,
             "views": self.views,
             "resolution": self.resolution,
