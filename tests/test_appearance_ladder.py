@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from maskscore_core import edits, plugins, schemas, vocab
+from maskscore_core import edits, plugins, reward_tables, schemas, vocab
 from maskscore_core.context import Context
 from maskscore_core.records import Appearance, Asset
 
@@ -63,6 +63,7 @@ def test_ladder_is_recovered_for_appearance_edits(trials, ctx, tmp_path, task):
         ]
         input_asset = plugins.call("encode", "mesh", modality="mesh", target=instance.a, ctx=ctx)
         input_value = plugins.call("write_asset", "mesh", asset=input_asset, directory=tmp_path / "assets", name=f"{instance.key}-a", ctx=ctx)
+        reward_tables.render_conditioning_image(instance, tmp_path, ctx)  # the dataset stage's part
         rows = [
             plugins.call(
                 "reward_row", "mesh", modality="mesh", instance=instance, input_value=input_value, candidate_values=values,

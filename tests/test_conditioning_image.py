@@ -30,7 +30,7 @@ def ctx(tmp_path):
 
 
 def test_frame_a_is_drawn_with_its_look(ctx, tmp_path):
-    relative = reward_tables.conditioning_image(_instance("k-look", LOOK), tmp_path, ctx)
+    relative = reward_tables.render_conditioning_image(_instance("k-look", LOOK), tmp_path, ctx)
     assert relative == "conditioning/k-look.png"
     picture = iio.imread(tmp_path / relative)
     vertices = get_reference_mesh().vertices([BodyState(appearance=LOOK)])[0]
@@ -39,9 +39,9 @@ def test_frame_a_is_drawn_with_its_look(ctx, tmp_path):
     np.testing.assert_array_equal(picture, expected)
     assert tuple(picture[0, 0]) == tuple(np.rint(np.asarray(LOOK.background) * 255).astype(np.uint8))
     # another look, another picture; no look, the renderer's plain picture as before
-    relit = reward_tables.conditioning_image(_instance("k-relit", attrs.evolve(LOOK, skin=(0.8, 0.65, 0.55))), tmp_path, ctx)
+    relit = reward_tables.render_conditioning_image(_instance("k-relit", attrs.evolve(LOOK, skin=(0.8, 0.65, 0.55))), tmp_path, ctx)
     assert not np.array_equal(iio.imread(tmp_path / relit), picture)
-    plain = reward_tables.conditioning_image(_instance("k-plain", None), tmp_path, ctx)
+    plain = reward_tables.render_conditioning_image(_instance("k-plain", None), tmp_path, ctx)
     np.testing.assert_array_equal(iio.imread(tmp_path / plain), get_renderer(ViewConfig(count=4, resolution=48)).render_rgb(
         get_reference_mesh().vertices([BodyState()])[0], 48, 48, view_index=0))  # fmt: skip
 
