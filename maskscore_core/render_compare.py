@@ -22,8 +22,8 @@ averaged with weights d(A, B) / SCALES[d]: a distance that barely tells A from B
 a lighting change) carries no weight, and nothing switches on or off.
 
 consistency compares the candidate with frame A outside, counting per pixel only the change
-beyond the one frame B itself makes there (`max(0, d(c, A) - d(B, A))` per pixel, LPIPS per
-layer position): what the asked edit moves outside the part (the chin with the jaw, the head with
+beyond the one frame B (or the halfway mesh) itself makes there (`max(0, d(c, A) - d(B, A))` per
+pixel, LPIPS per layer position): what the asked edit moves outside the part (the chin with the jaw, the head with
 the neck) is not a change of the rest, doing nothing and the exact edit both score 1. Each
 such distance maps to exp(-d / SCALES[d]).
 
@@ -312,11 +312,13 @@ class RenderCompare:
                     " instruction_following has no pixels to compare"
                 )
             lpips_a, lpips_b, ssim_a, lpips_middle = lpips_a.result(), lpips_b.result(), ssim_a.result(), lpips_middle.result()
+            # What frame B changes against A, per pixel; the halfway mesh's too, where larger: an
+            # outline the edit sweeps across (a turning head's) differs half way, not at either end.
             change = {
-                "depth": _capped(np.abs(b.depth - a.depth)),
-                "normal": np.abs(b.normals - a.normals).mean(axis=-1),
-                "ssim": _dissimilarity(ssim_a.map(b.normals)),
-                "lpips": self.lpips.layer_maps(lpips_b, lpips_a),
+                "depth": np.maximum(*(_capped(np.abs(side.depth - a.depth)) for side in (b, middle))),
+                "normal": np.maximum(*(np.abs(side.normals - a.normals).mean(axis=-1) for side in (b, middle))),
+                "ssim": np.maximum(*(_dissimilarity(ssim_a.map(side.normals)) for side in (b, middle))),
+                "lpips": _layer_maximum(*(self.lpips.layer_maps(features, lpips_a) for features in (lpips_b, lpips_middle))),
             }
             references, halfway_distances = (
                 {
@@ -450,6 +452,10 @@ def activation_references(activations_a, activations_b, halfway=None) -> tuple[f
 
 def _capped(depth_difference: np.ndarray) -> np.ndarray:
     return np.minimum(depth_difference, np.float32(DEPTH_CAP))
+
+
+def _layer_maximum(first: dict, second: dict) -> dict:
+    return {size: torch.maximum(first[size], second[size]) for size in first}
 
 
 def _dissimilarity(ssim_map) -> np.ndarray:

@@ -91,7 +91,8 @@ def test_depth_only_candidates_compare_the_depth_channel(small, jaw_edit):
     assert set(as_depth.distances) == {"if.depth_l1", "ref.depth_l1", "half.depth_l1", "cons.depth_l1"}
     # the mesh is moved onto frame A's head (by a hair: the jaw barely moves the head), the depth
     # maps cannot be, and are compared with frame B as it is: the two agree only roughly.
-    assert as_depth.distances["cons.depth_l1"] == pytest.approx(as_mesh.distances["cons.depth_l1"], rel=1e-2)
+    # both change nothing beyond what frame B (or the halfway mesh) changes
+    assert as_depth.distances["cons.depth_l1"] == pytest.approx(as_mesh.distances["cons.depth_l1"], abs=1e-6)
     assert as_depth.distances["if.depth_l1"] == pytest.approx(as_mesh.distances["if.depth_l1"], rel=0.3)
     (exact,) = small.score(prepared, [Decoded(depth=small.renderer.render(b.vertices).depth)])
     assert exact.instruction_following == 1.0
@@ -115,17 +116,15 @@ def test_activation_agreement_joins_instruction_following(small):
 # The design's ladder (docs/design.md): frame B's part > interpolation > partial edit > wrong part
 # edited > wrong subject. Expected per dimension (docs/metric.md):
 # - overall: strictly 1 > 2 > 3 > 4 > 5;
-# - instruction_following: 1 > 2 > 3 > 4 (rung 4 leaves the part as in frame A), 5 below 3
-#   (compared on frame A's head frame, another person's part with B's expression is not far);
-# - consistency: rungs 1-3 change only the part, so they tie up to the edit's spill outside the
-#   part mask; rung 4 (another part changed) below them where that spill is small (eyebrow);
-#   rung 5 lowest. A jawOpen edit moves the chin (the "face" part) too, so for the mouth the
-#   rungs 1-3 are ordered by how far the jaw moved rather than tied.
+# - instruction_following: 1 > 2 > 3 > 4 (rung 4 leaves the part as in frame A), 5 below 3;
+# - consistency: rungs 1-3 change only what frame B changes, which does not count against them
+#   (the chin the jaw carries, the head the neck turns): the exact edit scores 1, rungs 2-3
+#   about 1, rung 4 (another part changed) below them, rung 5 lowest.
 LADDER = {
     "mouth": ({"jawOpen": 0.8}, {"browInnerUp": 1.0}),
     "eyebrow": ({"browInnerUp": 1.0}, {"jawOpen": 0.8}),
     "irides": ({"eyeLookUpLeft": 1.0, "eyeLookUpRight": 1.0}, {"jawOpen": 0.8}),
-    # the neck carries the head: turning it is the edit (consistency follows the head, see docs)
+    # the neck carries the head: turning it is the edit (frame B's own change, see docs)
     "neck": ({"bone:Neck1:1": 0.25, "bone:Neck2:1": 0.15}, {"jawOpen": 0.8}),
 }
 
@@ -157,11 +156,8 @@ def test_overall_score_recovers_the_ladder(ladder_compare, part):
     assert follow[0] == 1.0 and follow[0] > follow[1] > follow[2] > follow[3], follow
     assert follow[4] < follow[2], follow
     consistency = [s.consistency for s in scores]
-    assert consistency[4] == min(consistency), consistency
-    if part != "neck":  # (for the neck, frame A's head is first carried onto the other person's)
-        assert consistency[4] < 0.2  # a different person is nowhere near frame A
-    if part == "eyebrow":
-        assert min(consistency[:3]) > 0.99 > consistency[3], consistency
+    assert consistency[0] == 1.0 and min(consistency[:3]) > consistency[3] > consistency[4], consistency
+    assert consistency[4] < 0.2  # a different person is nowhere near frame A
 
 
 def test_a_head_motion_does_not_count_against_the_part_but_against_the_rest(small, jaw_edit):
