@@ -96,3 +96,16 @@ def test_centre_pixel_ray_is_the_viewing_direction():
     assert np.linalg.norm(rays, axis=-1) == pytest.approx(np.ones((5, 5)))
     # the corner rays sit at the field of view's edge along the smaller side
     assert math.degrees(math.acos(rays[2, 0] @ rays[2, 4])) == pytest.approx(30.0 * 4 / 5, rel=0.02)
+
+
+def test_framing_puts_a_subjects_head_on_the_default_head():
+    """The default subject's framing changes no bit; a moved and scaled copy of it is framed back
+    onto it (views are aimed at each subject's own head, docs/metric.md)."""
+    from maskscore_core.records import BodyState
+    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.views import framing_of, subject_framing
+
+    vertices = get_reference_mesh().vertices([BodyState()])[0]
+    assert np.array_equal(subject_framing({}).apply(vertices), vertices)
+    moved = (vertices - [0.0, 0.6, 0.0]) * 0.85 + [0.02, 0.5, -0.01]  # a smaller subject, lower
+    np.testing.assert_allclose(framing_of(moved).apply(moved), vertices, atol=1e-9)
