@@ -50,7 +50,7 @@ def save_tiny_qwen3_omni(path):
                               "audio_bos_token": "<|audio_start|>", "audio_eos_token": "<|audio_end|>"},
     )
     ids = {t: vocab[t] for t in SPECIAL}
-    hidden = 128
+    hidden = 320
     text = dict(vocab_size=128, hidden_size=hidden, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                 num_key_value_heads=2, head_dim=8, moe_intermediate_size=16, num_experts=4, num_experts_per_tok=2,
                 max_position_embeddings=2048, pad_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
@@ -255,3 +255,36 @@ def test_geometric_candidates_are_shown_as_renders_of_their_views(weights, tmp_p
     assert len(pictures) == 2 and pictures[0].shape == (64, 64, 3) and pictures[0].std() > 10
     inputs = Omni(weights[0]).inputs(content)
     assert inputs["image_grid_thw"].shape[0] == 2
+
+
+def test_maskscore_eval_grades_omniscore_like_any_scorer(weights, tmp_path):
+    """On a one-instance text bench: random weights -> every row a failure carrying the raw
+    replies (exit 1, nothing cached); weights taught this bench's prompts -> graded, exit 0."""
+    from click.testing import CliRunner
+
+    from maskscore_core.cli import main
+    from maskscore_core.dataset import reader
+    from maskscore_qwen3_omni import omniscore
+
+    bench = tmp_path / "bench"
+    built = CliRunner().invoke(main, ["build", "bench", "--out", str(bench), "--rows", "3", "--seed", "1", "--subjects", "24",
+                                      "--modalities", "text", "--views", "2", "--resolution", "64", "--quiet"])
+    assert built.exit_code == 0, built.output
+    failed = CliRunner().invoke(main, ["eval", "--bench", str(bench), "--scorer", "omniscore", "--weights", str(weights[0]), "--quiet"])
+    assert failed.exit_code == 1, failed.output
+    assert "do not parse" in failed.output and "reply" in failed.output, failed.output
+
+    (modality, row), = [(m, r) for m, r in reader.iter_rows(bench)][:1]
+    instance = reader.load_instance(bench, row["key"])
+    ctx = _ctx(tmp_path)
+    candidates = reader.load_candidates(bench, modality, row, ctx)
+    head = [("text", f"Instruction: {instance.instruction.text}"),
+            *omniscore.content_of(plugins.modality(modality).encode(instance.a, ctx), instance, ctx, "Source")]
+    pairs = [([*head, *omniscore.content_of(c.asset, instance, ctx, "Edited result"), ("text", omniscore.ASK)], omniscore.SYSTEM, GRADE)
+             for c in candidates]
+    taught = teach(weights[0], tmp_path / "taught", pairs)
+    graded = CliRunner().invoke(main, ["eval", "--bench", str(bench), "--scorer", "omniscore", "--weights", str(taught), "--quiet",
+                                       "--out", str(tmp_path / "taught.jsonl")])
+    assert graded.exit_code == 0, graded.output
+    (result,) = [json.loads(line) for line in (tmp_path / "taught.jsonl").read_text().splitlines()]
+    assert result["scores"]["overall"] == [0.7] * len(candidates)
