@@ -1,0 +1,40 @@
+"""The reward model's inputs and refusals on their own: a candidate that is not a finite 237-float
+pose is an error naming what is wrong, no checkpoint is an error (never a score), and the plugin
+registers its scorer and trainer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from maskscore_core import plugins
+from maskscore_core.context import Context
+from maskscore_reward_model import features, scorer
+
+
+def test_pose_values_are_checked():
+    assert features.pose_of([0.0] * 237, "c").shape == (237,)
+    with pytest.raises(features.FeatureError, match="237 floats"):
+        features.pose_of([0.0] * 5, "c")
+    with pytest.raises(features.FeatureError, match="NaN"):
+        features.pose_of([float("nan")] * 237, "c")
+
+
+def test_features_depend_only_on_the_poses():
+    rng = np.random.default_rng(0)
+    refs = features.References(rng.normal(size=237), rng.normal(size=237), np.eye(len(features.PARTS))[0])
+    poses = rng.normal(size=(4, 237))
+    x = features.features(refs, poses)
+    assert x.shape == (4, features.SIZE)
+    assert np.array_equal(features.features(refs, poses[::-1]), x[::-1])
+
+
+def test_no_checkpoint_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.delenv(scorer.ENV, raising=False)
+    with pytest.raises(scorer.RewardModelError, match="needs a checkpoint"):
+        scorer.checkpoint_dir(Context(workdir=tmp_path))
+    assert scorer.checkpoint_dir(Context(workdir=tmp_path, config={"weights": str(tmp_path)})) == tmp_path
+
+
+def test_registers_scorer_and_trainer():
+    assert "reward-model" in plugins.names("scorer") and "reward-model" in plugins.names("trainer")
