@@ -160,3 +160,19 @@ def test_build_bench_with_the_editor_tags_rows_with_it_and_its_config(tiny, tmp_
         picture = read(out / path)
         assert np.array_equal(picture[~mask], source[~mask])
         assert not np.array_equal(picture[mask], source[mask])
+
+
+def test_list_plugins_shows_the_model_class_and_whether_weights_were_found(tiny, monkeypatch):
+    from click.testing import CliRunner
+
+    from maskscore_core.cli import main
+    from maskscore_wan_vace.weights import ENV
+
+    monkeypatch.delenv(ENV, raising=False)
+    plugins.reset()
+    listed = CliRunner().invoke(main, ["list-plugins"]).output
+    assert "editor wan-vace: diffusers.WanVACEPipeline" in listed and "no weights" in listed
+    monkeypatch.setenv(ENV, str(tiny[0]))
+    plugins.reset()
+    listed = CliRunner().invoke(main, ["list-plugins"]).output
+    assert f"weights found at {tiny[0]}" in listed

@@ -26,6 +26,12 @@ def list_plugins_command(as_json: bool) -> None:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     for row in (header, *rows):
         click.echo("  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip())
+    described = [(kind, name, plugins.lookup(kind, name).obj.description) for kind in ("editor", "scorer")
+                 for name in plugins.names(kind)]
+    if any(text for _, _, text in described):  # a model plugin names its model class and its weights here
+        click.echo("\nEditors and scorers:")
+        for kind, name, text in described:
+            click.echo(f"  {kind} {name}: {text}")
     failed = [r for r in records if (r.name, r.distribution) in failures]
     if failed:
         click.echo("\nFailed to load (skipped; set MASKSCORE_STRICT_PLUGINS=1 to make this fatal):")
