@@ -200,6 +200,7 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
 
 def _build(config: BuildConfig, plan: list[ShardSpec], content: dict, progress: bool, bench_dir: Path | None) -> BuildSummary:
     root = Path(config.out)
+    atomic.remove_leftovers(root, skip=("eval",))  # half-written files of a killed build are not data
     pending, damaged = _shards_to_build(config, plan)
     if pending:  # the card of an earlier, complete build no longer holds until the build ends again
         for name in ("card.json", "README.md"):
