@@ -1,0 +1,74 @@
+"""What every model editor plugin does around its model: read its options, seed its passes, and
+keep only outputs its modality can decode, recording the others.
+
+A model's output may not decode (a repainted picture with no face left, words the pronouncing
+dictionary does not know). Such an output is never scored, and never given a score: it is
+recorded with its reason in `editor-outputs/<key>.json` under the dataset root (committed with
+the shard), beside the editor's name and configuration. An instance none of whose outputs
+decodes stops with one line listing the reasons.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from . import plugins
+from .records import Asset, Candidate
+
+RECORDS = "editor-outputs"
+
+
+class EditError(RuntimeError):
+    """An edit that gave nothing to score; the message has every output's reason."""
+
+
+def options(editor: str, ctx, defaults: dict) -> tuple[dict, str | None]:
+    """(`defaults` overridden by `--editor-option`s, typed like the defaults; the `weights` option)."""
+    given = dict((ctx.config if ctx is not None else {}).get("editor_options", {}) or {})
+    weights = given.pop("weights", None)
+    out = dict(defaults)
+    for name, value in given.items():
+        if name not in defaults:
+            raise ValueError(f"{editor}: unknown editor option {name!r}; options: weights, {', '.join(defaults)}")
+        try:
+            out[name] = type(defaults[name])(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{editor}: editor option {name}={value!r} is not a {type(defaults[name]).__name__}") from None
+    return out, weights
+
+
+def seed(ctx, key: str, index: int) -> int:
+    """The seed of an instance's `index`-th pass: from the run seed and the instance key only."""
+    return int.from_bytes(hashlib.sha256(f"{ctx.seed}:{key}:{index}".encode()).digest()[:4], "little")
+
+
+def record_path(ctx, key: str) -> Path:
+    root = ctx.config.get("dataset_root")
+    return (Path(root) if root else Path(ctx.workdir)) / RECORDS / f"{key}.json"
+
+
+def keep_decodable(editor: str, instance, ctx, outputs, config: dict) -> list[Candidate]:
+    """outputs: (label, seed, data, extra record fields) per pass, data in the instance's modality.
+    Returns the candidates that decode; records every outcome; EditError if none decodes."""
+    modality = instance.instruction.modality
+    candidates, outcomes = [], []
+    for label, pass_seed, data, extra in outputs:
+        asset = Asset(modality=modality, data=data, meta={"label": label, "editor": editor, "seed": pass_seed})
+        outcome = {"label": label, "seed": pass_seed, **extra}
+        try:
+            plugins.call("decode_to_mesh", modality, asset=asset, instance=instance, ctx=ctx)
+        except Exception as err:  # noqa: BLE001 - an undecodable output is recorded, never scored
+            outcomes.append({**outcome, "decoded": False, "reason": plugins.describe_error(err)})
+            continue
+        outcomes.append({**outcome, "decoded": True})
+        candidates.append(Candidate(label=label, asset=asset, rung=None))
+    path = record_path(ctx, instance.key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"editor": editor, "config": config, "instance": instance.key, "candidates": outcomes}
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if not candidates:
+        reasons = "; ".join(o["reason"] for o in outcomes)
+        raise EditError(f"{editor}: none of the {len(outcomes)} outputs for {instance.key} decodes: {reasons}")
+    return candidates
