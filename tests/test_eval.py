@@ -39,8 +39,12 @@ EXPECTED_ACCURACY = {"instruction_following": 8 / 9, "consistency": 4 / 7, "over
 # Speech and text declare their own levels (audio and text move only the mouth): their rows hold
 # rungs 1, 2, 3, 5 (rung 4 dropped); instruction_following grades 6 pairs there (2=3 is a tie);
 # on consistency speech grades rungs 1-3 above rung 5 (3 pairs, all right), text no pair.
-EXPECTED_CONSISTENCY = {"speech": 1.0, "text": None}
+# Pose declares its own levels too (a pose carries no identity): its rows hold rungs 1-4 (rung 5
+# dropped); instruction_following grades 6 pairs (2=3 a tie), consistency rungs 1-3 above rung 4
+# (3 pairs, all wrong: rung 4 scores 0.9).
+EXPECTED_CONSISTENCY = {"speech": 1.0, "text": None, "pose": 0.0}
 EXPECTED_SPEECH_IF = 5 / 6
+SIX_PAIR_IF = ("speech", "text", "pose")  # modalities whose rows hold four rungs
 
 
 class FixedScorer:
@@ -121,29 +125,30 @@ def test_known_answer_per_dimension(bench, fixed, tmp_path):
     card = (bench / "README.md").read_text()  # the card says which rungs each modality's rows hold, and why
     assert "- mesh: rungs 1, 2, 3, 4, 5\n" in card
     assert "- speech: rungs 1, 2, 3, 5; rung 4 dropped: speech moves only the mouth" in card
+    assert "- pose: rungs 1, 2, 3, 4; rung 5 dropped: a pose carries no identity" in card
     assert protocol.check_levels(recorded["mesh"], "mesh") == protocol.EXPECTED_LEVEL
     for dimension, accuracy in EXPECTED_ACCURACY.items():
         figures = report["dimensions"][dimension]
         assert figures["rows"] == 24 and figures["failed_rows"] == 0
         for modality, found in figures["modalities"].items():
             expected = EXPECTED_CONSISTENCY.get(modality, accuracy) if dimension == "consistency" else accuracy
-            if dimension == "instruction_following" and modality in ("speech", "text"):
+            if dimension == "instruction_following" and modality in SIX_PAIR_IF:
                 expected = EXPECTED_SPEECH_IF
             assert found["value"] == (None if expected is None else pytest.approx(expected)), (dimension, modality)
-        if dimension == "instruction_following":  # speech_edit rows grade 6 pairs, the others 9
+        if dimension == "instruction_following":  # speech_edit and pose_change rows grade 6 pairs, the others 9
             tasks = {t: f["value"] for t, f in figures["task_types"].items()}
-            assert tasks.pop("speech_edit") == pytest.approx(EXPECTED_SPEECH_IF)
+            assert tasks.pop("speech_edit") == tasks.pop("pose_change") == pytest.approx(EXPECTED_SPEECH_IF)
             assert tasks and all(v == pytest.approx(accuracy) for v in tasks.values())
-            assert figures["accuracy"]["value"] == pytest.approx((EXPECTED_SPEECH_IF + accuracy * len(tasks)) / (len(tasks) + 1))
+            assert figures["accuracy"]["value"] == pytest.approx((2 * EXPECTED_SPEECH_IF + accuracy * len(tasks)) / (len(tasks) + 2))
         if dimension == "overall":  # the same answer on every row
             assert figures["accuracy"]["value"] == pytest.approx(accuracy)
             for group in figures["groups"].values():
                 assert group["value"] == pytest.approx(accuracy)
             assert figures["accuracy"]["ci95"] == pytest.approx([accuracy, accuracy])
-    # 18 rows of 9 graded pairs and 6 speech/text rows of 6, one tie (rungs 2 and 3) in each; of
-    # all rung pairs (10 and 6 a row) the same ties
-    assert report["dimensions"]["instruction_following"]["tie_rate"] == pytest.approx(24 / 198)
-    assert report["dimensions"]["instruction_following"]["tie_rate_all_pairs"] == pytest.approx(24 / 216)
+    # 15 rows of 9 graded pairs and 9 speech/text/pose rows of 6, one tie (rungs 2 and 3) in each;
+    # of all rung pairs (10 and 6 a row) the same ties
+    assert report["dimensions"]["instruction_following"]["tie_rate"] == pytest.approx(24 / 189)
+    assert report["dimensions"]["instruction_following"]["tie_rate_all_pairs"] == pytest.approx(24 / 204)
     assert report["dimensions"]["overall"]["kendall_tau"] == pytest.approx(1.0)  # the right order everywhere
     assert report["dimensions"]["instruction_following"]["best_of_n"] == 1.0
     assert report["dimensions"]["consistency"]["best_of_n"] == 0.0  # rung 4 scored highest
