@@ -13,7 +13,7 @@ from maskscore_core import plugins
 from maskscore_core.context import Context
 from maskscore_core.records import BodyState, EditInstance, EditInstruction, Subject, Target
 
-pytestmark = pytest.mark.maskscore_plugins("maskscore-wan-vace", "maskscore-image", "maskscore-face-landmarks")
+pytestmark = pytest.mark.maskscore_plugins("maskscore-wan-vace", "maskscore-image", "maskscore-face-landmarks", "maskscore-video")
 
 RESOLUTION = 160  # the landmark detector needs the face >= 60 px wide
 
@@ -176,3 +176,36 @@ def test_list_plugins_shows_the_model_class_and_whether_weights_were_found(tiny,
     plugins.reset()
     listed = CliRunner().invoke(main, ["list-plugins"]).output
     assert f"weights found at {tiny[0]}" in listed
+
+
+def test_a_video_clip_is_repainted_inside_the_part_on_every_frame(tiny, tmp_path):
+    """Frame A's clip drawn as a pixel clip (5 frames), the mouth repainted on each, composited,
+    decoded by the video modality's pixel path and scored."""
+    from maskscore_core.body import get_body_model
+    from maskscore_video.pixels import PixelClip
+
+    from maskscore_wan_vace.editor import video_frames
+
+    expression = np.zeros(52)
+    expression[get_body_model().action_index("jawOpen")] = 0.6
+    subject = Subject("s1", {})
+    instance = EditInstance(
+        key="wan-video-0001",
+        instruction=EditInstruction("edit the mouth to match frame B", "mouth", "expression_change", "video"),
+        a=Target("frame A", subject, (BodyState(),) * 6, "hello there"),
+        b=Target("frame B", subject, (BodyState(expression=expression),) * 6, "hello there"),
+    )
+    ctx = Context(workdir=tmp_path, seed=0, config={"views": 2, "resolution": 64, "editor_options": {
+        "weights": str(tiny[0]), "steps": 1, "candidates": 1, "frames": 5, "size": 160}})
+    candidates = plugins.call("edit", "wan-vace", editor="wan-vace", modality="video", instance=instance, ctx=ctx)
+    record = json.loads((tmp_path / "editor-outputs" / "wan-video-0001.json").read_text())
+    assert record["config"]["frames"] == 5 and [c["decoded"] for c in record["candidates"]] == [True]
+    frames, mask, fps, names = video_frames(instance, {"frames": 5, "size": 160, "grow": 3})
+    assert len(frames) == 5 and mask.shape == (5, 160, 160) and mask.any(axis=(1, 2)).all()
+    for candidate in candidates:
+        clip = candidate.asset.data
+        assert isinstance(clip, PixelClip) and len(clip.frames) == 5
+        for made, source, inside in zip(clip.frames, frames, mask):
+            assert np.array_equal(made[~inside], source[~inside]) and not np.array_equal(made[inside], source[inside])
+    (score,) = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
+    assert 0.0 <= score.overall <= 1.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 
+import attrs
 import numpy as np
 
 from maskscore_core import model_editors, parts, plugins
@@ -21,8 +22,9 @@ from maskscore_core.records import Candidate
 from . import pipeline, weights
 
 EDITOR = "wan-vace"
-MODALITIES = ("image",)
-DEFAULTS = {"candidates": 3, "steps": 25, "guidance": 5.0, "grow": 3, "reference": 1}
+MODALITIES = ("image", "video")
+# frames / size: how many of the clip's frames (4k+1, evenly spaced) are drawn and repainted, at what size (video)
+DEFAULTS = {"candidates": 3, "steps": 25, "guidance": 5.0, "grow": 3, "reference": 1, "frames": 9, "size": 192}
 
 
 def settings(ctx) -> dict:
@@ -64,6 +66,29 @@ def part_pixels(modality: str, instance, resolution: int, ctx, margin: int) -> n
     return grow(mask, margin)
 
 
+def video_frames(instance, options) -> tuple[list[np.ndarray], np.ndarray, float, list[str]]:
+    """Frame A's clip drawn as the video modality draws pixel clips (the frontal camera on the
+    default head), `frames` of its frames evenly spaced; the part's pixels of each; their rate."""
+    from maskscore_core.render import get_renderer
+    from maskscore_core.views import ViewConfig
+    from maskscore_video.representation import frame_picture, frame_vertices, sample_indices
+
+    states = instance.a.states
+    count = pipeline.valid_frame_count(min(options["frames"], len(states)))
+    indices = sample_indices(len(states), count)
+    size = options["size"]
+    renderer = get_renderer(ViewConfig(count=1, resolution=size, offset=(0.5, 0.0)))
+    part = instance.instruction.part
+    region = plugins.call("mask_part", "video", modality="video", part=part, ctx=None).region
+    pictures, masks = [], []
+    for i in indices:
+        vertices = frame_vertices([states[i]])[0]
+        pictures.append(frame_picture(renderer, states[i], vertices, size))
+        masks.append(grow(parts.pixel_mask(renderer.render(vertices), part, True, region)[0], options["grow"]))
+    span = (indices[-1] - indices[0]) / max(len(indices) - 1, 1)
+    return pictures, np.stack(masks), float(instance.a.fps) / max(span, 1e-9), [f"frame {i}" for i in indices]
+
+
 def edit(modality: str, instance, ctx) -> list[Candidate]:
     if modality not in MODALITIES:
         raise ValueError(f"wan-vace edits pictures; modality {modality!r} is not one of {', '.join(MODALITIES)}")
@@ -71,17 +96,25 @@ def edit(modality: str, instance, ctx) -> list[Candidate]:
     path = weights.weights_dir(ctx)
     pipe = ctx.shared(f"wan-vace:{path.resolve()}", lambda: pipeline.load(path))
     m = plugins.modality(modality)
-    source = np.asarray(m.encode(instance.a, ctx).data)
-    reference = np.asarray(m.encode(instance.b, ctx).data) if options["reference"] else None
-    mask = part_pixels(modality, instance, source.shape[0], ctx, options["grow"])
+    if modality == "video":
+        from maskscore_video.pixels import PixelClip
+
+        frames, mask, fps, names = video_frames(instance, options)
+        reference = video_frames(attrs.evolve(instance, a=instance.b), {**options, "frames": 1})[0][0]  # frame B's first
+    else:
+        frames = [np.asarray(m.encode(instance.a, ctx).data)]
+        mask = part_pixels(modality, instance, frames[0].shape[0], ctx, options["grow"])[None]
+        reference = np.asarray(m.encode(instance.b, ctx).data)
+    reference = reference if options["reference"] else None
     config = {**options, "model_class": pipeline.MODEL_CLASS, "weights": str(path), "masked_pixels": int(mask.sum()),
               "model_index_sha256": hashlib.sha256((path / "model_index.json").read_bytes()).hexdigest()}
 
     def outputs():
         for index in range(options["candidates"]):
             seed = model_editors.seed(ctx, instance.key, index)
-            frame = pipeline.repaint(pipe, [source], mask[None], instance.instruction.text, seed, options["steps"],
-                                     options["guidance"], reference)[0]
-            yield f"{EDITOR} seed {seed}", seed, frame, {}
+            made = pipeline.repaint(pipe, frames, mask, instance.instruction.text, seed, options["steps"],
+                                    options["guidance"], reference)
+            data = made[0] if modality == "image" else PixelClip(frames=made, fps=fps, source=f"{EDITOR} seed {seed}", names=names)
+            yield f"{EDITOR} seed {seed}", seed, data, {}
 
     return model_editors.keep_decodable(EDITOR, instance, ctx, outputs(), config)
