@@ -230,7 +230,7 @@ def test_rung_four_is_a_real_edit_of_a_part_the_modality_shows(modality, part, t
     a, b = _only(part)
     instance = _instance(part, a, b, modality=modality, task=task)
     rungs = ladder.build_ladder(instance)
-    assert [r.rung for r in rungs] == [1, 2, 3, 4, 5]
+    assert [r.rung for r in rungs] == [1, 2, 3, 4] + ([5] if modality != "pose" else [])  # a pose makes no rung 5
     assert rungs[3].label == f"rung 4: wrong part, stock edit ({wrong})"
     assert wrong in edits.task_table(modality)
     fourth = rungs[3].state
