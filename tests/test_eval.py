@@ -41,10 +41,12 @@ EXPECTED_ACCURACY = {"instruction_following": 8 / 9, "consistency": 4 / 7, "over
 # on consistency speech grades rungs 1-3 above rung 5 (3 pairs, all right), text no pair.
 # Pose declares its own levels too (a pose carries no identity): its rows hold rungs 1-4 (rung 5
 # dropped); instruction_following grades 6 pairs (2=3 a tie), consistency rungs 1-3 above rung 4
-# (3 pairs, all wrong: rung 4 scores 0.9).
+# (3 pairs, all wrong: rung 4 scores 0.9). Text has no voice either, so it drops rung 5 as well:
+# rungs 1-3, 3 pairs on instruction_following (2=3 a tie), none on consistency.
 EXPECTED_CONSISTENCY = {"speech": 1.0, "text": None, "pose": 0.0}
 EXPECTED_SPEECH_IF = 5 / 6
-SIX_PAIR_IF = ("speech", "text", "pose")  # modalities whose rows hold four rungs
+EXPECTED_IF = {"speech": EXPECTED_SPEECH_IF, "pose": EXPECTED_SPEECH_IF, "text": 2 / 3}
+EXPECTED_SPEECH_EDIT_IF = (3 * 5 + 3 * 2) / (3 * 6 + 3 * 3)  # speech and text rows pooled
 
 
 class FixedScorer:
@@ -94,9 +96,9 @@ def test_a_modality_may_declare_its_own_levels():
     drop rung 4); the others keep the design's table. Declared tables are checked."""
     assert protocol.levels_for("mesh") == protocol.EXPECTED_LEVEL
     speech, text = protocol.levels_for("speech"), protocol.levels_for("text")
-    assert protocol.rungs_of(speech) == protocol.rungs_of(text) == [1, 2, 3, 5]
+    assert protocol.rungs_of(speech) == [1, 2, 3, 5] and protocol.rungs_of(text) == [1, 2, 3]
     assert protocol.graded_pairs("consistency", [1, 2, 3, 5], speech) == [(0, 3), (1, 3), (2, 3)]
-    assert protocol.graded_pairs("consistency", [1, 2, 3, 5], text) == []
+    assert protocol.graded_pairs("consistency", [1, 2, 3], text) == []
     good = {d: {str(r): lv for r, lv in t.items()} for d, t in protocol.EXPECTED_LEVEL.items()}
     assert protocol.check_levels(good, "json") == protocol.EXPECTED_LEVEL  # JSON's string keys are read back
     with pytest.raises(protocol.ProtocolError, match="exactly the dimensions"):
@@ -120,7 +122,7 @@ def test_known_answer_per_dimension(bench, fixed, tmp_path):
     report = evaluate.evaluate(bench, config, tmp_path / "results.jsonl", resamples=200)
     assert report["instances"] == 24
     recorded = reader.build_config(bench)["ladder_levels"]  # the labels travel with the bench
-    assert recorded["text"]["consistency"] == {str(r): 0 for r in (1, 2, 3, 5)}
+    assert recorded["text"]["consistency"] == {str(r): 0 for r in (1, 2, 3)}
     assert "only the mouth" in recorded["text"]["dropped"]["4"]
     card = (bench / "README.md").read_text()  # the card says which rungs each modality's rows hold, and why
     assert "- mesh: rungs 1, 2, 3, 4, 5\n" in card
@@ -132,23 +134,25 @@ def test_known_answer_per_dimension(bench, fixed, tmp_path):
         assert figures["rows"] == 24 and figures["failed_rows"] == 0
         for modality, found in figures["modalities"].items():
             expected = EXPECTED_CONSISTENCY.get(modality, accuracy) if dimension == "consistency" else accuracy
-            if dimension == "instruction_following" and modality in SIX_PAIR_IF:
-                expected = EXPECTED_SPEECH_IF
+            if dimension == "instruction_following" and modality in EXPECTED_IF:
+                expected = EXPECTED_IF[modality]
             assert found["value"] == (None if expected is None else pytest.approx(expected)), (dimension, modality)
-        if dimension == "instruction_following":  # speech_edit and pose_change rows grade 6 pairs, the others 9
+        if dimension == "instruction_following":  # speech, pose rows grade 6 pairs, text 3, the others 9
             tasks = {t: f["value"] for t, f in figures["task_types"].items()}
-            assert tasks.pop("speech_edit") == tasks.pop("pose_change") == pytest.approx(EXPECTED_SPEECH_IF)
+            assert tasks.pop("speech_edit") == pytest.approx(EXPECTED_SPEECH_EDIT_IF)
+            assert tasks.pop("pose_change") == pytest.approx(EXPECTED_SPEECH_IF)
             assert tasks and all(v == pytest.approx(accuracy) for v in tasks.values())
-            assert figures["accuracy"]["value"] == pytest.approx((2 * EXPECTED_SPEECH_IF + accuracy * len(tasks)) / (len(tasks) + 2))
+            expected = (EXPECTED_SPEECH_EDIT_IF + EXPECTED_SPEECH_IF + accuracy * len(tasks)) / (len(tasks) + 2)
+            assert figures["accuracy"]["value"] == pytest.approx(expected)
         if dimension == "overall":  # the same answer on every row
             assert figures["accuracy"]["value"] == pytest.approx(accuracy)
             for group in figures["groups"].values():
                 assert group["value"] == pytest.approx(accuracy)
             assert figures["accuracy"]["ci95"] == pytest.approx([accuracy, accuracy])
-    # 15 rows of 9 graded pairs and 9 speech/text/pose rows of 6, one tie (rungs 2 and 3) in each;
-    # of all rung pairs (10 and 6 a row) the same ties
-    assert report["dimensions"]["instruction_following"]["tie_rate"] == pytest.approx(24 / 189)
-    assert report["dimensions"]["instruction_following"]["tie_rate_all_pairs"] == pytest.approx(24 / 204)
+    # 15 rows of 9 graded pairs, 6 speech/pose rows of 6 and 3 text rows of 3, one tie (rungs 2
+    # and 3) in each; of all rung pairs (10, 6 and 3 a row) the same ties
+    assert report["dimensions"]["instruction_following"]["tie_rate"] == pytest.approx(24 / 180)
+    assert report["dimensions"]["instruction_following"]["tie_rate_all_pairs"] == pytest.approx(24 / 195)
     assert report["dimensions"]["overall"]["kendall_tau"] == pytest.approx(1.0)  # the right order everywhere
     assert report["dimensions"]["instruction_following"]["best_of_n"] == 1.0
     assert report["dimensions"]["consistency"]["best_of_n"] == 0.0  # rung 4 scored highest

@@ -280,12 +280,13 @@ def test_speech_and_text_make_no_wrong_part_rung():
     for it anyway names what is missing."""
     from maskscore_core.dataset import protocol
 
-    for modality in ("speech", "text"):
+    for modality, rungs in (("speech", [1, 2, 3, 5]), ("text", [1, 2, 3])):
         levels = protocol.levels_for(modality)
-        assert protocol.rungs_of(levels) == ladder.ladder_rungs(modality) == [1, 2, 3, 5]
+        assert protocol.rungs_of(levels) == ladder.ladder_rungs(modality) == rungs
         assert "only the mouth" in levels["dropped"][4]
         with pytest.raises(ladder.NoWrongPart, match=f"the {modality} modality edits no part"):
             ladder.build_ladder(_instance("mouth", A, B, modality=modality, task="speech_edit"), rungs=[4])
+    assert "no voice" in protocol.levels_for("text")["dropped"][5]  # its rung 5 is only other words on A's body
     assert ladder.ladder_rungs("mesh") == [1, 2, 3, 4, 5]
 
 

@@ -12,15 +12,13 @@ left out:
 - overall: the design's full order 1 > 2 > 3 > 4 > 5: 10 pairs.
 
 A modality whose representation cannot carry what separates some rungs declares its own levels
-(`levels_for`, the registered modality's `ladder_levels`). Text has no voice, so its rung 5
-(another subject's words) is just other words, decoded on frame A's body like every text
-candidate: level with rungs 1-3 on consistency. A modality that can carry no part but the one it
+(`levels_for`, the registered modality's `ladder_levels`). A modality that can carry no part but the one it
 edits (speech and text move only the mouth) cannot make rung 4 ("another part edited": it
 would be frame A's own words, a candidate that does nothing) and drops it: its table has a
 `dropped` entry {rung: reason}, its rows hold the other rungs in order (`rungs_of`), and the
-reason is recorded in the card with the levels. A pose carries no identity (it is decoded on frame
-A's body), so its rung 5 would be only another pose, moving the asked part in no known direction:
-pose drops rung 5. On instruction_following and overall rung 1 is
+reason is recorded in the card with the levels. A pose carries no identity and a transcript no voice (both
+are decoded on frame A's body), so their rung 5 would be only another pose or other words, moving
+the asked part in no known direction: pose and text drop rung 5. On instruction_following and overall rung 1 is
 alone at the top in every table (`check_levels`): frame B's part is the one best candidate. A
 build records each modality's levels in its card (`config.ladder_levels`) and grading reads them
 from there, so a bench is graded by the labels it was built with.

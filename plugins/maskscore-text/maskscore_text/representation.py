@@ -22,15 +22,18 @@ MODALITY = "text"
 
 # How this modality's rungs rank (`dataset.protocol`): a transcript moves only the mouth, so no
 # other part can be edited and rung 4 is dropped (it would be frame A's own words: a candidate
-# doing nothing). A transcript has no voice, so every candidate speaks on frame A's body and
-# leaves the rest as it is (consistency: all level), and rung 5 (another subject's words) is just
-# other words: 1 > 2 > 3 > 5.
+# doing nothing). A transcript has no voice either, so every candidate speaks on frame A's body and
+# rung 5 (another subject's words) is only other words, which can share more mouth shapes with
+# B's than a third of B's words do: not known to rank below rung 3, so it is dropped too. Every
+# candidate leaves the rest as it is (consistency: all level): 1 > 2 > 3.
 LADDER_LEVELS = {
-    "instruction_following": {1: 0, 2: 1, 3: 2, 5: 3},
-    "consistency": {1: 0, 2: 0, 3: 0, 5: 0},
-    "overall": {1: 0, 2: 1, 3: 2, 5: 3},
+    "instruction_following": {1: 0, 2: 1, 3: 2},
+    "consistency": {1: 0, 2: 0, 3: 0},
+    "overall": {1: 0, 2: 1, 3: 2},
     "dropped": {4: "a transcript moves only the mouth: no other part can be edited (a 'wrong part'"
-                   " candidate would be frame A's own words, a candidate that does nothing)"},
+                   " candidate would be frame A's own words, a candidate that does nothing)",
+                5: "a transcript has no voice: another subject's words are spoken on frame A's body, only other"
+                   " words, which can share more mouth shapes with frame B's than a partial edit does"},
 }
 
 
