@@ -22,6 +22,8 @@ import json
 import os
 from pathlib import Path
 
+from .dataset.atomic import write_bytes
+
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
 STATE = "train_state.safetensors"
@@ -34,24 +36,14 @@ class CheckpointError(RuntimeError):
     """A checkpoint that is missing, corrupt, or of another kind or shape than expected."""
 
 
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(temp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
-
-
 def _atomic_tensors(path: Path, tensors: dict) -> None:
     from safetensors.torch import save
 
-    _atomic_bytes(path, save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}))
+    write_bytes(path, save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}))
 
 
 def _atomic_json(path: Path, value) -> None:
-    _atomic_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
+    write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
 
 
 def save(directory: Path, kind: str, config: dict, tensors: dict) -> None:
@@ -136,7 +128,7 @@ def save_state(directory: Path, step: int, model, optimizer, history: list[dict]
     metadata = {"step": str(step), "scalars": json.dumps(scalars), "history": json.dumps(history),
                 "scratch": json.dumps(scratch or [])}
     tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
-    _atomic_bytes(Path(directory) / STATE, save_bytes(tensors, metadata=metadata))
+    write_bytes(Path(directory) / STATE, save_bytes(tensors, metadata=metadata))
 
 
 def resume_state(directory: Path, model, optimizer) -> tuple[int, list[dict], list] | None:
@@ -189,7 +181,7 @@ def check_run_config(directory: Path, run: dict) -> None:
         if path.read_text() != wanted:
             raise CheckpointError(f"{directory} holds a run with another configuration ({path}); use a fresh --out")
         return
-    _atomic_bytes(path, wanted.encode())
+    write_bytes(path, wanted.encode())
 
 
 # ---------------------------------------------------------------------------------------------
