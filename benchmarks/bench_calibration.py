@@ -25,25 +25,10 @@ from pathlib import Path
 import click
 import numpy as np
 
+from maskscore_core.calibration import PART_EDITS, edited_state
+
 FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0)
 OVERSHOOT, WRONG_WAY = 1.5, -0.5
-ARM_DROP_RAD = 1.25  # trials.clips.ARM_DROP_RAD
-# part -> (its edit at full strength, another part's edit); "bone:<bone>:<axis>" turns a SOMA bone,
-# "scale:<part>" scales a region (BodyState.part_scale), anything else is a facial action.
-EDITS = {
-    "mouth": ({"jawOpen": 0.8}, {"browInnerUp": 0.8}),
-    "face": ({"mouthSmileLeft": 0.7, "mouthSmileRight": 0.7, "cheekSquintLeft": 0.5, "cheekSquintRight": 0.5},
-             {"eyeLookUpLeft": 0.6}),
-    "eyebrow": ({"browInnerUp": 0.6, "browOuterUpLeft": 0.42, "browOuterUpRight": 0.42}, {"jawOpen": 0.8}),
-    "irides": ({"eyeLookUpLeft": 0.6, "eyeLookUpRight": 0.6}, {"jawOpen": 0.8}),
-    "eyelash": ({"eyeBlinkLeft": 0.8, "eyeBlinkRight": 0.8}, {"jawOpen": 0.8}),
-    "eyewhite": ({"eyeWideLeft": 1.0, "eyeWideRight": 1.0}, {"jawOpen": 0.8}),
-    "nose": ({"noseSneerLeft": 0.7, "noseSneerRight": 0.7}, {"eyeBlinkLeft": 0.8}),
-    "neck": ({"bone:Neck1:0": 0.1, "bone:Neck2:0": 0.075}, {"jawOpen": 0.8}),
-    "ears": ({"scale:ears": 1.2}, {"browInnerUp": 0.8}),
-    "front hair": ({"scale:front hair": 1.2}, {"jawOpen": 0.8}),
-    "back hair": ({"scale:back hair": 0.8}, {"scale:ears": 1.2}),
-}  # fmt: skip
 # Corners of trials.subjects.PHENOTYPE_RANGES (ANNY's default is 0.5 for what is not named).
 SUBJECTS = {
     "short": {"height": 0.25}, "tall": {"height": 0.75}, "young": {"age": 0.45}, "old": {"age": 0.9},
@@ -54,33 +39,14 @@ SUBJECTS = {
 COVERAGE_PARTS = ("mouth", "nose", "eyebrow", "irides", "eyelash", "ears", "neck", "front hair", "back hair", "face")
 
 
-def body_state(edit: dict, f: float, phenotype: dict | None = None):
-    """The body with `edit` made a fraction f of the way, arms lowered."""
-    from maskscore_core.records import BodyState
-    from maskscore_core.reference_mesh import get_reference_mesh
-
-    body = get_reference_mesh().body
-    expression, pose, scales = np.zeros(52), np.zeros((78, 3)), {}
-    pose[body.bone_index("LeftArm"), 2], pose[body.bone_index("RightArm"), 2] = -ARM_DROP_RAD, ARM_DROP_RAD
-    for name, value in edit.items():
-        if name.startswith("bone:"):
-            _, bone, axis = name.split(":")
-            pose[body.bone_index(bone), int(axis)] = f * value
-        elif name.startswith("scale:"):
-            scales[name[len("scale:"):]] = 1.0 + f * (value - 1.0)
-        else:
-            expression[body.action_index(name)] = f * value
-    return BodyState(expression=expression, pose=pose, phenotype=phenotype or {}, part_scale=scales)
-
-
 def part_sweeps(compare) -> dict:
     from maskscore_core.records import Decoded
     from maskscore_core.reference_mesh import get_reference_mesh
 
     rows = {}
     fractions = (*FRACTIONS, OVERSHOOT, WRONG_WAY)
-    for part, (edit, wrong) in EDITS.items():
-        states = [body_state(edit, f) for f in fractions] + [body_state(wrong, 1.0)]
+    for part, (edit, wrong) in PART_EDITS.items():
+        states = [edited_state(edit, f) for f in fractions] + [edited_state(wrong, 1.0)]
         meshes = [Decoded(vertices=v) for v in get_reference_mesh().vertices(states)]
         scores = compare.score(compare.prepare(meshes[0], meshes[len(FRACTIONS) - 1], part), meshes)
         rows[part] = {
@@ -133,7 +99,7 @@ def coverage(views: int, resolution: int) -> dict:
     renderer = get_renderer(ViewConfig(count=views, resolution=resolution))
 
     def pixels(phenotype, framed):
-        vertices = get_reference_mesh().vertices([body_state({}, 0.0, phenotype)])[0]
+        vertices = get_reference_mesh().vertices([edited_state({}, 0.0, phenotype)])[0]
         if framed:
             vertices = subject_framing(phenotype).apply(vertices)
         render = renderer.render(vertices)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from maskscore_core import parts
+from maskscore_core.calibration import PART_EDITS, edited_state
 from maskscore_core.records import BodyState, Decoded
 from maskscore_core.reference_mesh import get_reference_mesh
 from maskscore_core.render_compare import RenderCompare
@@ -20,23 +21,7 @@ from maskscore_core.views import ViewConfig, subject_framing
 SMALL = ViewConfig(count=4, resolution=64)
 EYES = ViewConfig(count=4, resolution=128)  # an iris is a few pixels at 64 px
 COVERAGE = ViewConfig(count=4, resolution=96)
-ARM_DROP_RAD = 1.25  # the built-in source lowers the arms (trials.clips)
 
-# Edits like the built-in source's (trials.clips, edits.ACTION_DELTA etc.): part -> (asked edit,
-# another part's edit). "scale:" entries are regional scales (BodyState.part_scale).
-EDITS = {
-    "mouth": ({"jawOpen": 0.8}, {"browInnerUp": 0.8}),
-    "face": ({"mouthSmileLeft": 0.7, "mouthSmileRight": 0.7, "cheekSquintLeft": 0.5, "cheekSquintRight": 0.5}, {"eyeLookUpLeft": 0.6}),
-    "eyebrow": ({"browInnerUp": 0.6, "browOuterUpLeft": 0.42, "browOuterUpRight": 0.42}, {"jawOpen": 0.8}),
-    "irides": ({"eyeLookUpLeft": 0.6, "eyeLookUpRight": 0.6}, {"jawOpen": 0.8}),
-    "eyelash": ({"eyeBlinkLeft": 0.8, "eyeBlinkRight": 0.8}, {"jawOpen": 0.8}),
-    "eyewhite": ({"eyeWideLeft": 1.0, "eyeWideRight": 1.0}, {"jawOpen": 0.8}),
-    "nose": ({"noseSneerLeft": 0.7, "noseSneerRight": 0.7}, {"eyeBlinkLeft": 0.8}),
-    "neck": ({"bone:Neck1:0": 0.1, "bone:Neck2:0": 0.075}, {"jawOpen": 0.8}),
-    "ears": ({"scale:ears": 1.2}, {"browInnerUp": 0.8}),
-    "front hair": ({"scale:front hair": 1.2}, {"jawOpen": 0.8}),
-    "back hair": ({"scale:back hair": 0.8}, {"scale:ears": 1.2}),
-}
 # Subjects from the corners of the source's phenotype box (trials.subjects.PHENOTYPE_RANGES).
 SUBJECTS = {
     "default": {},
@@ -44,24 +29,8 @@ SUBJECTS = {
     "tall old man": {"height": 0.75, "age": 0.9, "gender": 0.0},
     "heavy": {"weight": 0.8, "muscle": 0.8, "proportions": 0.75},
 }
-PART_SUBJECT = dict(zip(EDITS, [*SUBJECTS] * 3))
+PART_SUBJECT = dict(zip(PART_EDITS, [*SUBJECTS] * 3))
 FRACTIONS = [round(0.1 * i, 1) for i in range(11)]
-
-
-def state(edit: dict, f: float, phenotype: dict) -> BodyState:
-    """The body with `edit` made a fraction f of the way (f outside [0, 1] over- or undershoots)."""
-    body = get_reference_mesh().body
-    expression, pose, scales = np.zeros(52), np.zeros((78, 3)), {}
-    pose[body.bone_index("LeftArm"), 2], pose[body.bone_index("RightArm"), 2] = -ARM_DROP_RAD, ARM_DROP_RAD
-    for name, value in edit.items():
-        if name.startswith("bone:"):
-            _, bone, axis = name.split(":")
-            pose[body.bone_index(bone), int(axis)] = f * value
-        elif name.startswith("scale:"):
-            scales[name[6:]] = 1.0 + f * (value - 1.0)
-        else:
-            expression[body.action_index(name)] = f * value
-    return BodyState(expression=expression, pose=pose, phenotype=phenotype, part_scale=scales)
 
 
 def meshes(*states: BodyState) -> list[Decoded]:
@@ -80,10 +49,10 @@ def compare_eyes():
 
 @functools.cache
 def _sweep(compare, part):
-    edit, wrong = EDITS[part]
+    edit, wrong = PART_EDITS[part]
     phenotype = SUBJECTS[PART_SUBJECT[part]]
     fractions = [*FRACTIONS, 1.5, -0.5]
-    decoded = meshes(*(state(edit, f, phenotype) for f in fractions), state(wrong, 1.0, phenotype))
+    decoded = meshes(*(edited_state(edit, f, phenotype) for f in fractions), edited_state(wrong, 1.0, phenotype))
     prepared = compare.prepare(decoded[0], decoded[10], part, subject_framing(phenotype))
     scores = compare.score(prepared, decoded)
     return scores[:11], scores[11], scores[12], scores[13]
@@ -95,7 +64,7 @@ def sweep(compare, compare_eyes, part):
     return _sweep(compare_eyes if part == "irides" else compare, part)
 
 
-@pytest.mark.parametrize("part", sorted(EDITS))
+@pytest.mark.parametrize("part", sorted(PART_EDITS))
 def test_instruction_following_is_the_share_of_the_edit_made(compare, compare_eyes, part):
     steps, overshoot, wrong_way, wrong_part = sweep(compare, compare_eyes, part)
     follow = [s.instruction_following for s in steps]
@@ -108,7 +77,7 @@ def test_instruction_following_is_the_share_of_the_edit_made(compare, compare_ey
     assert wrong_part.instruction_following <= 0.1
 
 
-@pytest.mark.parametrize("part", sorted(EDITS))
+@pytest.mark.parametrize("part", sorted(PART_EDITS))
 def test_the_exact_edit_and_doing_nothing_are_consistent_a_wrong_part_is_not(compare, compare_eyes, part):
     steps, _overshoot, _wrong_way, wrong_part = sweep(compare, compare_eyes, part)
     assert steps[0].consistency == 1.0  # doing nothing
@@ -120,15 +89,15 @@ def test_the_exact_edit_and_doing_nothing_are_consistent_a_wrong_part_is_not(com
 def test_a_tiny_head_motion_changes_scores_only_a_little(compare):
     """No threshold switches the head alignment on: turning a half-made jaw edit's head by
     0 .. 0.2 degree moves instruction_following smoothly (it used to jump by 0.15)."""
-    edit = EDITS["mouth"][0]
+    edit = PART_EDITS["mouth"][0]
     body = get_reference_mesh().body
     states = []
     for degrees in (0.0, 0.01, 0.02, 0.05, 0.1, 0.2):
-        half = state(edit, 0.5, {})
+        half = edited_state(edit, 0.5, {})
         pose = half.pose.copy()
         pose[body.bone_index("Head"), 0] = np.radians(degrees)
         states.append(BodyState(expression=half.expression, pose=pose, phenotype={}))
-    a, b, *turned = meshes(state(edit, 0.0, {}), state(edit, 1.0, {}), *states)
+    a, b, *turned = meshes(edited_state(edit, 0.0, {}), edited_state(edit, 1.0, {}), *states)
     scores = compare.score(compare.prepare(a, b, "mouth"), turned)
     follow = [s.instruction_following for s in scores]
     assert max(follow) - min(follow) < 0.03, follow
@@ -147,7 +116,7 @@ def test_every_subject_is_framed_like_the_default_one(subject):
     }.get(subject) or SUBJECTS[subject]  # fmt: skip
     coverage = {}
     for name, ph in (("default", {}), (subject, phenotype)):
-        vertices = get_reference_mesh().vertices([state({}, 0.0, ph)])[0]
+        vertices = get_reference_mesh().vertices([edited_state({}, 0.0, ph)])[0]
         render = get_renderer(COVERAGE).render(subject_framing(ph).apply(vertices))
         coverage[name] = {p: int(parts.pixel_mask(render, p).sum()) for p in ("mouth", "nose", "eyebrow", "ears", "neck", "front hair")}
     for part, pixels in coverage["default"].items():
