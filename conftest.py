@@ -9,5 +9,5 @@ PROJECT_PLUGINS = ",".join(
 )
 os.environ["MASKSCORE_LOAD_PLUGINS"] = PROJECT_PLUGINS
 os.environ.pop("MASKSCORE_STRICT_PLUGINS", None)
-# Each test gets a fresh plugin manager from the core's pytest plugin (maskscore_core.pytest_plugin);
+# Each test gets a fresh plugin manager from the core's pytest plugin (maskscore_core.plugin.pytest_plugin);
 # a plugin's own tests load only that plugin.

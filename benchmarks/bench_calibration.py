@@ -25,7 +25,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from maskscore_core.calibration import PART_EDITS, edited_state
+from maskscore_core.edits.calibration import PART_EDITS, edited_state
 
 FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0)
 OVERSHOOT, WRONG_WAY = 1.5, -0.5
@@ -40,8 +40,8 @@ COVERAGE_PARTS = ("mouth", "nose", "eyebrow", "irides", "eyelash", "ears", "neck
 
 
 def part_sweeps(compare) -> dict:
-    from maskscore_core.records import Decoded
-    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.plugin.records import Decoded
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     rows = {}
     fractions = (*FRACTIONS, OVERSHOOT, WRONG_WAY)
@@ -61,9 +61,11 @@ def part_sweeps(compare) -> dict:
 
 def modality_sweeps(views: int, resolution: int, instances: int, workdir: Path) -> dict:
     """{modality: [row per instance]} or {modality: {"error": ...}} where it could not be scored."""
-    from maskscore_core import edits, ladder, plugins
-    from maskscore_core.context import Context
-    from maskscore_core.records import Candidate
+    from maskscore_core.edits import instances as edits
+    from maskscore_core.edits import ladder
+    from maskscore_core.plugin import manager as plugins
+    from maskscore_core.plugin.context import Context
+    from maskscore_core.plugin.records import Candidate
     from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
 
     trials = generate_trials(AnnySourceConfig(seed=0, subjects=3, trials_per_subject=2, max_words=3), workdir / "trials")
@@ -91,10 +93,10 @@ def modality_sweeps(views: int, resolution: int, instances: int, workdir: Path) 
 
 def coverage(views: int, resolution: int) -> dict:
     """{subject: {part: pixels / default subject's pixels}} framed and with fixed cameras."""
-    from maskscore_core import parts
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render import get_renderer
-    from maskscore_core.views import ViewConfig, subject_framing
+    from maskscore_core.body import parts
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
+    from maskscore_core.metric.views import ViewConfig, subject_framing
 
     renderer = get_renderer(ViewConfig(count=views, resolution=resolution))
 
@@ -151,8 +153,8 @@ def report(figures: dict) -> None:
 @click.option("--instances", default=2, show_default=True, type=click.IntRange(min=0),
               help="built-in instances per modality (0: skip the modality table)")
 def main(out_path, views, resolution, instances):
-    from maskscore_core.render_compare import METRIC_VERSION, RenderCompare
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.metric.render_compare import METRIC_VERSION, RenderCompare
+    from maskscore_core.metric.views import ViewConfig
 
     start = time.perf_counter()
     figures = {"views": views, "resolution": resolution, "metric_version": METRIC_VERSION}

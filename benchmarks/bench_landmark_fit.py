@@ -38,8 +38,8 @@ CASES: dict[str, dict] = {
 
 
 def case_state(case: dict):
-    from maskscore_core.body import get_body_model
-    from maskscore_core.records import BodyState
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.plugin.records import BodyState
 
     body = get_body_model()
     expression = np.zeros(len(body.action_names))
@@ -51,13 +51,13 @@ def case_state(case: dict):
 
 
 def measure(yaw_deg: float, size: int, detector, anchors, config) -> list[dict]:
-    from maskscore_core import appearance
-    from maskscore_core.body import get_body_model
-    from maskscore_core.records import Appearance
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render import get_renderer
+    from maskscore_core.metric import appearance
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.plugin.records import Appearance
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
     from maskscore_core.trials import landmark_fit as lf
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.metric.views import ViewConfig
 
     from maskscore_face_landmarks.pixels import camera_target
 
@@ -130,10 +130,10 @@ def ladders(count: int, workdir) -> list[str]:
     import json
     from pathlib import Path
 
-    from maskscore_core import plugins
-    from maskscore_core.context import Context
-    from maskscore_core.edits import make_instances
-    from maskscore_core.records import Asset, Candidate
+    from maskscore_core.plugin import manager as plugins
+    from maskscore_core.plugin.context import Context
+    from maskscore_core.edits.instances import make_instances
+    from maskscore_core.plugin.records import Asset, Candidate
     from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
 
     workdir = Path(workdir)
@@ -164,7 +164,7 @@ def ladders(count: int, workdir) -> list[str]:
                     (folder / PIXEL_MANIFEST).write_text(json.dumps({"fps": c.asset.data.fps}))
                     pixels.append(Candidate(c.label, Asset(modality="video", data=read_png_folder(folder), path=str(folder)), c.rung))
             else:
-                from maskscore_core.ladder import build_ladder
+                from maskscore_core.edits.ladder import build_ladder
 
                 pixels = candidates
                 exact = [Candidate(t.label, mesh.encode(t, ctx), t.rung) for t in build_ladder(instance)]

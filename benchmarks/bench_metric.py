@@ -36,8 +36,8 @@ import numpy as np
 
 
 def _ladder_meshes():
-    from maskscore_core.records import BodyState
-    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.plugin.records import BodyState
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     reference = get_reference_mesh()
     body = reference.body
@@ -67,9 +67,9 @@ def _ladder_meshes():
 
 def _warm_scorer(views: int, resolution: int, part: str):
     """(scorer, frame A, frame B, candidates) after one warm-up row (kernels, LPIPS weights)."""
-    from maskscore_core.records import Decoded
-    from maskscore_core.render_compare import RenderCompare
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.plugin.records import Decoded
+    from maskscore_core.metric.render_compare import RenderCompare
+    from maskscore_core.metric.views import ViewConfig
 
     frame_a, frame_b, candidates = _ladder_meshes()
     ref_a, ref_b = Decoded(vertices=frame_a), Decoded(vertices=frame_b)
@@ -150,7 +150,7 @@ def _recorded_work(compare, full_row) -> tuple[list, list]:
 def _floor(compare, meshes, batches):
     """The floor row: the recorded renders on this thread while the recorded AlexNet forwards run
     on the scorer's pool, one torch thread each, as the scorer runs them; no comparison."""
-    from maskscore_core import render_compare
+    from maskscore_core.metric import render_compare
 
     def floor_row():
         pool = render_compare._comparison_pool()
@@ -168,7 +168,7 @@ def _stage_cpu(compare, meshes, batches, full_row) -> dict:
     """Process CPU seconds of one row's stages run one after another on one torch thread: the
     renders, the AlexNet forwards, and the rest of a full row (the comparisons: depth, normals,
     SSIM, LPIPS distances, masks, head motion). Medians of three runs each."""
-    from maskscore_core import render_compare
+    from maskscore_core.metric import render_compare
 
     def cpu(work) -> float:
         spent = []

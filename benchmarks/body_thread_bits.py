@@ -19,8 +19,8 @@ import os
 import numpy as np
 import torch
 
-from maskscore_core.body import get_body_model
-from maskscore_core.records import BodyState
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.records import BodyState
 
 
 def digest(array: np.ndarray) -> str:

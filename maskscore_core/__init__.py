@@ -4,7 +4,7 @@ Plugins import `hookimpl` and the objects they register from here; everything el
 own module.
 """
 
-from .hookspecs import hookimpl
-from .registration import Column, Editor, Modality, Scorer, Source, Trainer
+from maskscore_core.plugin.hookspecs import hookimpl
+from maskscore_core.plugin.registration import Column, Editor, Modality, Scorer, Source, Trainer
 
 __all__ = ["Column", "Editor", "Modality", "Scorer", "Source", "Trainer", "hookimpl"]

@@ -1,5 +1,5 @@
 """`python -m maskscore_core` is the `maskscore` command."""
 
-from .cli import main
+from maskscore_core.cli import main
 
 main()

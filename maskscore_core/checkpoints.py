@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from .dataset.atomic import write_bytes
+from maskscore_core.dataset.atomic import write_bytes
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"

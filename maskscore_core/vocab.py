@@ -88,7 +88,7 @@ def _check(kind: str, name: str, allowed: tuple[str, ...]) -> str:
 
 def check_modality(name: str) -> str:
     """`name`, if an installed plugin registered that modality (`plugins.check_modality`)."""
-    from . import plugins
+    from maskscore_core.plugin import manager as plugins
 
     return plugins.check_modality(name)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import accessories
-from maskscore_core.body import get_body_model
-from maskscore_core.records import BodyState
+from maskscore_core.body import accessories
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.records import BodyState
 
 ALL_WORN = ("earrings_hoop", "glasses_round", "hat_brimmed", "scarf_thick")
 PHENOTYPES = ({}, {"gender": 1.0, "age": 0.85, "weight": 0.75, "height": 0.3, "muscle": 0.2, "proportions": 0.7})
@@ -154,7 +154,7 @@ def test_bad_accessory_names_are_rejected_clearly():
 
 
 def test_reference_mesh_appends_the_slots():
-    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     mesh = get_reference_mesh()
     extra = sum(len(s.vertices) for s in accessories.slots())

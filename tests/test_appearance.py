@@ -7,9 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from maskscore_core import appearance, edits
-from maskscore_core.records import Appearance, AppearanceError, BodyState, Decoded, Light, converter
-from maskscore_core.render import RenderResult
+from maskscore_core.metric import appearance
+
+from maskscore_core.edits import instances as edits
+from maskscore_core.plugin.records import Appearance, AppearanceError, BodyState, Decoded, Light, converter
+from maskscore_core.metric.render import RenderResult
 
 
 def _first_face(part: str) -> int:
@@ -131,9 +133,9 @@ def test_appearance_change_thresholds():
 
 def test_geometric_scores_do_not_change_without_appearance():
     """Candidates without a look score on geometry alone; with a look, only the picture adds."""
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render_compare import RenderCompare
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render_compare import RenderCompare
+    from maskscore_core.metric.views import ViewConfig
 
     compare = RenderCompare(ViewConfig(count=2, resolution=48))
     state = BodyState(phenotype={"age": 0.5})
@@ -153,9 +155,9 @@ def test_geometric_scores_do_not_change_without_appearance():
 
 
 def test_background_change_compares_the_backdrop_as_the_edited_region():
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render_compare import RenderCompare
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render_compare import RenderCompare
+    from maskscore_core.metric.views import ViewConfig
 
     compare = RenderCompare(ViewConfig(count=2, resolution=48))
     vertices = get_reference_mesh().vertices([BodyState()])[0]

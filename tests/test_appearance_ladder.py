@@ -8,9 +8,17 @@ import itertools
 import numpy as np
 import pytest
 
-from maskscore_core import edits, plugins, reward_tables, schemas, vocab
-from maskscore_core.context import Context
-from maskscore_core.records import Appearance, Asset
+from maskscore_core import vocab
+
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import reward_tables
+
+from maskscore_core.dataset import schemas
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.records import Appearance, Asset
 
 INSTANCES_PER_TASK = 2
 
@@ -81,7 +89,7 @@ def test_ladder_is_recovered_for_appearance_edits(trials, ctx, tmp_path, task):
 def test_glb_carries_the_look_and_rejects_disagreeing_colours(ctx, tmp_path):
     import trimesh
 
-    from maskscore_core.records import BodyState, Light, Subject, Target
+    from maskscore_core.plugin.records import BodyState, Light, Subject, Target
 
     look = Appearance(skin=(0.5, 0.4, 0.3), albedo={"mouth": (0.8, 0.1, 0.1)}, light=Light((0.2, 0.4, 0.9), 1.0, 0.2),
                       background=(0.3, 0.6, 0.9))  # fmt: skip

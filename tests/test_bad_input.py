@@ -21,12 +21,12 @@ import pytest
 import trimesh
 from click.testing import CliRunner
 
-from maskscore_core import schemas
+from maskscore_core.dataset import schemas
 from maskscore_core.cli import main
 from maskscore_core.dataset.plan import BuildConfig
 from maskscore_core.dataset.reader import DatasetReadError, iter_rows
 from maskscore_core.dataset.runner import run_build
-from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.body.reference_mesh import get_reference_mesh
 
 USAGE, FAILURE = 2, 1
 
@@ -100,7 +100,7 @@ def _mesh(tmp: Path, name: str, vertices=None, faces=None) -> Path:
 
 
 def _neutral():
-    from maskscore_core.records import BodyState
+    from maskscore_core.plugin.records import BodyState
 
     return BodyState()
 
@@ -248,8 +248,8 @@ def test_an_unexpected_error_says_its_type_and_how_to_see_the_traceback():
 def test_a_file_named_inside_an_asset_folder_stays_inside_it(tmp_path, modality, manifest, content):
     """Folder assets (a clip, a multimodal edit) list their files in a manifest: those names are
     read from the dataset too, and one that leads out is refused though the file exists."""
-    from maskscore_core import plugins
-    from maskscore_core.context import Context
+    from maskscore_core.plugin import manager as plugins
+    from maskscore_core.plugin.context import Context
 
     root = tmp_path / "bench"
     folder = root / "assets" / "x"

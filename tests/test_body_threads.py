@@ -7,8 +7,8 @@ import numpy as np
 import torch
 
 from maskscore_core import threads
-from maskscore_core.body import get_body_model
-from maskscore_core.records import BodyState
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.records import BodyState
 
 
 def _states() -> list[BodyState]:

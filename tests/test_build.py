@@ -12,7 +12,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from maskscore_core import plugins, schemas, vocab
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import schemas
 from maskscore_core.dataset import leakage, plan, protocol, splits
 from maskscore_core.dataset.plan import BuildConfig, shard_plan
 from maskscore_core.dataset.runner import BuildError, run_build

@@ -19,9 +19,11 @@ import numpy as np
 
 import pytest
 
-from maskscore_core import Editor, Modality, Scorer, Source, hookimpl, plugins, vocab
-from maskscore_core.ladder import ladder_rungs
-from maskscore_core.records import (
+from maskscore_core import Editor, Modality, Scorer, Source, hookimpl, vocab
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.edits.ladder import ladder_rungs
+from maskscore_core.plugin.records import (
     Asset,
     BodyState,
     Candidate,

@@ -10,7 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from maskscore_core import edits, plugins, vocab
+from maskscore_core import vocab
+
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.plugin import manager as plugins
 from maskscore_core.dataset import plan
 from maskscore_core.dataset.plan import BuildConfig
 from maskscore_core.dataset.splits import SPLITS

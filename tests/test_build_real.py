@@ -13,7 +13,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from maskscore_core import edits, plugins, schemas, threads, vocab
+from maskscore_core import threads, vocab
+
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import schemas
 from maskscore_core.dataset import reader
 from maskscore_core.dataset.leakage import dataset_subjects
 from maskscore_core.dataset.plan import BuildConfig

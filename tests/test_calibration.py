@@ -11,12 +11,12 @@ import functools
 import numpy as np
 import pytest
 
-from maskscore_core import parts
-from maskscore_core.calibration import PART_EDITS, edited_state
-from maskscore_core.records import BodyState, Decoded
-from maskscore_core.reference_mesh import get_reference_mesh
-from maskscore_core.render_compare import RenderCompare
-from maskscore_core.views import ViewConfig, subject_framing
+from maskscore_core.body import parts
+from maskscore_core.edits.calibration import PART_EDITS, edited_state
+from maskscore_core.plugin.records import BodyState, Decoded
+from maskscore_core.body.reference_mesh import get_reference_mesh
+from maskscore_core.metric.render_compare import RenderCompare
+from maskscore_core.metric.views import ViewConfig, subject_framing
 
 SMALL = ViewConfig(count=4, resolution=64)
 EYES = ViewConfig(count=4, resolution=128)  # an iris is a few pixels at 64 px
@@ -108,7 +108,7 @@ def test_a_tiny_head_motion_changes_scores_only_a_little(compare):
 def test_every_subject_is_framed_like_the_default_one(subject):
     """The part's pixels stay within 20 % of the default subject's (at 64 px an ear is ~100
     pixels, too few to tell 20 % apart from rounding: 96 px here)."""
-    from maskscore_core.render import get_renderer
+    from maskscore_core.metric.render import get_renderer
 
     phenotype = {
         "short": {"height": 0.25}, "tall": {"height": 0.75}, "young": {"age": 0.45}, "old": {"age": 0.9},

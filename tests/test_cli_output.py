@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from maskscore_core.meshio import write_mesh
-from maskscore_core.records import BodyState
-from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.body.meshio import write_mesh
+from maskscore_core.plugin.records import BodyState
+from maskscore_core.body.reference_mesh import get_reference_mesh
 
 
 def _maskscore() -> list[str]:

@@ -8,12 +8,14 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from maskscore_core import appearance, reward_tables
-from maskscore_core.context import Context
-from maskscore_core.records import Appearance, BodyState, EditInstance, EditInstruction, Light, Subject, Target
-from maskscore_core.reference_mesh import get_reference_mesh
-from maskscore_core.render import get_renderer
-from maskscore_core.views import ViewConfig, camera_poses
+from maskscore_core.metric import appearance
+
+from maskscore_core.dataset import reward_tables
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.records import Appearance, BodyState, EditInstance, EditInstruction, Light, Subject, Target
+from maskscore_core.body.reference_mesh import get_reference_mesh
+from maskscore_core.metric.render import get_renderer
+from maskscore_core.metric.views import ViewConfig, camera_poses
 
 LOOK = Appearance(skin=(0.45, 0.3, 0.22), light=Light((-0.6, 0.3, 0.7), 1.0, 0.2), background=(0.1, 0.5, 0.8))
 

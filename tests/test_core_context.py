@@ -8,8 +8,8 @@ import attrs
 import pytest
 
 from maskscore_core import limits
-from maskscore_core.context import Context, RunConfig
-from maskscore_core.reward_tables import dataset_root, view_config
+from maskscore_core.plugin.context import Context, RunConfig
+from maskscore_core.dataset.reward_tables import dataset_root, view_config
 
 
 def test_a_dict_becomes_typed_fields_and_extras(tmp_path):

@@ -14,10 +14,14 @@ import pytest
 
 from click.testing import CliRunner
 
-from maskscore_core import hookspecs, parts, plugins
+from maskscore_core.plugin import hookspecs
+
+from maskscore_core.body import parts
+
+from maskscore_core.plugin import manager as plugins
 from maskscore_core.cli import main
-from maskscore_core.records import Candidate, PartMask
-from maskscore_core.testing import face_state, small_context, unit_instance
+from maskscore_core.plugin.records import Candidate, PartMask
+from maskscore_core.plugin.testing import face_state, small_context, unit_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "maskscore_core"

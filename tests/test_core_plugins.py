@@ -9,7 +9,7 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from maskscore_core import plugins
+from maskscore_core.plugin import manager as plugins
 from maskscore_core.cli import main
 
 MODALITIES = ("depth", "keypoints", "mesh", "multimodal", "pose", "speech", "text", "video")

@@ -7,8 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from maskscore_core import records, vocab
-from maskscore_core.records import converter
+from maskscore_core import vocab
+
+from maskscore_core.plugin import records
+from maskscore_core.plugin.records import converter
 
 
 def _instance() -> records.EditInstance:

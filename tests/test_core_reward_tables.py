@@ -6,8 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from maskscore_core import records, reward_tables, schemas
-from maskscore_core.context import Context
+from maskscore_core.plugin import records
+
+from maskscore_core.dataset import reward_tables
+
+from maskscore_core.dataset import schemas
+from maskscore_core.plugin.context import Context
 
 
 def _instance() -> records.EditInstance:
@@ -59,7 +63,7 @@ def test_paths_are_stored_relative_to_the_dataset_root(tmp_path):
 
 def test_making_a_row_never_renders(tmp_path):
     """The conditioning picture is rendered by the dataset stage; a row only names it."""
-    from maskscore_core import plugins
+    from maskscore_core.plugin import manager as plugins
 
     ctx = Context(workdir=tmp_path, config={"views": 2, "resolution": 32, "dataset_root": str(tmp_path)})
     instance = _instance()

@@ -9,7 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from maskscore_core import plugins, schemas
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import schemas
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,13 +105,13 @@ def _project_distributions() -> list[str]:
 
 
 def test_committed_schema_files_are_the_registered_modalities(monkeypatch):
-    """schemas/*.json is what `python -m maskscore_core.schemas schemas` writes from the modalities
+    """schemas/*.json is what `python -m maskscore_core.dataset.schemas schemas` writes from the modalities
     the project's plugins register: run it after changing a modality's columns."""
     monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", ",".join(_project_distributions()))
     plugins.reset()
     assert not plugins.load_errors()
     committed = {p.name: p.read_text() for p in sorted((ROOT / "schemas").glob("*.json"))}
-    assert committed == schemas.spec_files(), "schemas/ is stale: run `python -m maskscore_core.schemas schemas`"
+    assert committed == schemas.spec_files(), "schemas/ is stale: run `python -m maskscore_core.dataset.schemas schemas`"
 
 
 def test_the_generator_writes_and_prunes(tmp_path):

@@ -6,8 +6,8 @@ import importlib.util
 
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.context import Context
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import Context
 
 pytestmark = pytest.mark.maskscore_plugins("maskscore-pixal3d")
 

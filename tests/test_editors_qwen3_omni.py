@@ -10,9 +10,9 @@ import string
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.context import Context
-from maskscore_core.records import BodyState, Candidate, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.records import BodyState, Candidate, EditInstance, EditInstruction, Subject, Target
 
 pytestmark = pytest.mark.maskscore_plugins("maskscore-qwen3-omni", "maskscore-text", "maskscore-mesh")
 
@@ -145,7 +145,7 @@ def weights(tmp_path_factory):
 
 
 def plugins_free_asset(text):
-    from maskscore_core.records import Asset
+    from maskscore_core.plugin.records import Asset
 
     return Asset(modality="text", data=text)
 
@@ -208,7 +208,7 @@ def test_random_weights_give_text_that_is_recorded_when_it_does_not_decode(weigh
 
 
 def test_omniscore_parses_the_strict_grade_and_averages_passes(weights, tmp_path):
-    from maskscore_core.records import Asset
+    from maskscore_core.plugin.records import Asset
 
     candidate = Candidate("c", Asset(modality="text", data="turn off the lights"))
     ctx = _ctx(tmp_path, weights=str(weights[1]), omniscore_passes=2)
@@ -218,7 +218,7 @@ def test_omniscore_parses_the_strict_grade_and_averages_passes(weights, tmp_path
 
 
 def test_omniscore_refuses_replies_that_do_not_parse_and_keeps_them(weights, tmp_path):
-    from maskscore_core.records import Asset
+    from maskscore_core.plugin.records import Asset
     from maskscore_qwen3_omni.omniscore import OmniScoreError
 
     candidate = Candidate("c", Asset(modality="text", data="turn off the lights"))

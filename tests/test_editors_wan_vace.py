@@ -9,9 +9,9 @@ import shutil
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.context import Context
-from maskscore_core.records import BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.records import BodyState, EditInstance, EditInstruction, Subject, Target
 
 pytestmark = pytest.mark.maskscore_plugins("maskscore-wan-vace", "maskscore-image", "maskscore-face-landmarks", "maskscore-video")
 
@@ -53,7 +53,7 @@ def tiny(tmp_path_factory):
 
 
 def _instance(part="mouth") -> EditInstance:
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
 
     expression = np.zeros(52)
     expression[get_body_model().action_index("jawOpen")] = 0.6
@@ -181,7 +181,7 @@ def test_list_plugins_shows_the_model_class_and_whether_weights_were_found(tiny,
 def test_a_video_clip_is_repainted_inside_the_part_on_every_frame(tiny, tmp_path):
     """Frame A's clip drawn as a pixel clip (5 frames), the mouth repainted on each, composited,
     decoded by the video modality's pixel path and scored."""
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
     from maskscore_video.pixels import PixelClip
 
     from maskscore_wan_vace.editor import video_frames

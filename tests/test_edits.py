@@ -5,9 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import edits, parts, plugins, vocab
-from maskscore_core.body import get_body_model
-from maskscore_core.records import BodyState, Frame, Subject, Trial
+from maskscore_core import vocab
+
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.body import parts
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.records import BodyState, Frame, Subject, Trial
 
 
 def _state(actions=None, bones=None, accessories=(), part_scale=None, phenotype=None):

@@ -13,14 +13,16 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from maskscore_core import Scorer, hookimpl, plugins
+from maskscore_core import Scorer, hookimpl
+
+from maskscore_core.plugin import manager as plugins
 from maskscore_core.dataset import evaluate, protocol, reader
 from maskscore_core.dataset.evaluate import EvalError, ResultCache, ScorerConfig
 from maskscore_core.dataset.metrics import grade_row
 from maskscore_core.dataset.reader import DatasetReadError
 from maskscore_core.dataset.runner import run_build
 from maskscore_core.dataset.shard import register_plugin_modules
-from maskscore_core.records import CandidateScore
+from maskscore_core.plugin.records import CandidateScore
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))

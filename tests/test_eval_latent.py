@@ -8,14 +8,16 @@ import attrs
 import numpy as np
 import pytest
 
-from maskscore_core import edits, plugins
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.plugin import manager as plugins
 from maskscore_core.builtins import latent_scorer
-from maskscore_core.context import Context
-from maskscore_core.records import Appearance, Asset, BodyState, Candidate, EditInstance, EditInstruction, Light, Subject, Target
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.records import Appearance, Asset, BodyState, Candidate, EditInstance, EditInstruction, Light, Subject, Target
 
 
 def _action(name: str) -> int:
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
 
     return get_body_model().action_index(name)
 
@@ -62,7 +64,7 @@ def test_a_candidate_without_parameters_is_refused(tmp_path):
 
 def test_other_scorer_names_are_not_answered():
     """The core asks latent-l2's implementation only for the name it registered."""
-    from maskscore_core import plugins
+    from maskscore_core.plugin import manager as plugins
 
     assert plugins.lookup("scorer", latent_scorer.NAME).plugin == "latent_scorer"
     assert plugins.lookup("scorer", "render-compare").plugin == "render_compare_scorer"
@@ -71,7 +73,7 @@ def test_other_scorer_names_are_not_answered():
 
 
 def test_the_look_vector_is_the_resolved_look():
-    from maskscore_core import appearance
+    from maskscore_core.metric import appearance
 
     look = Appearance(skin=(0.5, 0.4, 0.3), light=Light((0.0, 0.0, 2.0), 0.9, 0.2), background=(0.1, 0.2, 0.3))
     # the face's own light equal to the global one (direction of another length) is the same look
@@ -109,7 +111,7 @@ def test_the_look_separates_the_right_part_from_the_wrong_one(trials, tmp_path, 
     """On built-in appearance edits rungs 1-4 share frame A's body, so only the look's parameters
     can order them: rung 1 (B's look on the part) scores strictly above rung 4 (on another part);
     with the looks removed the two tie, which is what the baseline did before it counted them."""
-    from maskscore_core.ladder import build_ladder
+    from maskscore_core.edits.ladder import build_ladder
 
     (instance,) = edits.make_instances(trials, modality, np.random.default_rng(1), 1, [task])
     candidates = [Candidate(t.label, Asset(modality, None, meta={"states": t.states}), t.rung) for t in build_ladder(instance)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import head_motion
-from maskscore_core.records import BodyState
-from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.metric import head_motion
+from maskscore_core.plugin.records import BodyState
+from maskscore_core.body.reference_mesh import get_reference_mesh
 
 OTHER = {"gender": 0.9, "weight": 0.8, "age": 0.3}
 

@@ -7,8 +7,8 @@ import pytest
 import scipy.ndimage
 import torch
 
-from maskscore_core import image_metrics as im
-from maskscore_core import lpips_weights
+from maskscore_core.metric import image_metrics as im
+from maskscore_core.metric import lpips_weights
 
 
 def sphere_normals(size: int, views: int = 2, tilt: float = 0.0) -> np.ndarray:

@@ -8,9 +8,13 @@ import attrs
 import numpy as np
 import pytest
 
-from maskscore_core import edits, ladder, parts
-from maskscore_core.body import get_body_model
-from maskscore_core.records import (
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.edits import ladder
+
+from maskscore_core.body import parts
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.records import (
     BodyState,
     EditInstance,
     EditInstruction,
@@ -122,7 +126,7 @@ def test_accessory_rungs_use_size_as_the_in_between(a_worn, b_worn, expect):
     a = _state({"jawOpen": 0.1}, accessories=a_worn + ("hat_tall",))
     b = _state({"jawOpen": 0.5}, accessories=b_worn)
     rungs = ladder.build_ladder(_instance("eyewear", a, b, task=edits.accessory_task("eyewear", a, b)))
-    from maskscore_core import accessories
+    from maskscore_core.body import accessories
 
     for target, (worn, scale) in zip(rungs[:3], expect):
         assert accessories.worn(target.state.accessories, "glasses") == worn
@@ -184,8 +188,8 @@ def test_bad_instances_are_rejected():
 
 
 def test_frame_pair_editor_encodes_five_rungs():
-    from maskscore_core import plugins
-    from maskscore_core.context import Context
+    from maskscore_core.plugin import manager as plugins
+    from maskscore_core.plugin.context import Context
 
     inst = _instance("mouth", A, B)
     candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality="mesh", instance=inst, ctx=Context())
@@ -224,8 +228,8 @@ def test_rung_four_is_a_real_edit_of_a_part_the_modality_shows(modality, part, t
     modality edits: a real change of that part (twice its threshold; the neck's turn, shared by
     two bones, once), none of the
     edited part, and the modality's own encoding of it differs from frame A's."""
-    from maskscore_core import plugins
-    from maskscore_core.context import Context
+    from maskscore_core.plugin import manager as plugins
+    from maskscore_core.plugin.context import Context
 
     a, b = _only(part)
     instance = _instance(part, a, b, modality=modality, task=task)

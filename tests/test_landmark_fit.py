@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from maskscore_core.body import get_body_model
-from maskscore_core.records import BodyState
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.records import BodyState
 from maskscore_core.trials import landmark_fit as lf
 
 SET_ACTIONS = {"jawOpen": 0.6, "browInnerUp": 0.5, "mouthSmileLeft": 0.3}
@@ -155,14 +155,14 @@ def test_linear_face_is_the_reference_mesh_to_a_fraction_of_a_millimetre():
     body = get_body_model()
     chain = np.stack([state.pose[body.bone_index(n)] for n in lf.LINEAR_BONES])
     linear = face.points(torch.as_tensor(state.expression), torch.as_tensor(chain)).numpy()
-    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     exact = get_reference_mesh().anny_posed([state])["vertices"][0][anchors.vertex_ids[:, 0]]
     assert np.abs(linear - exact).max() < 5e-4
 
 
 def _views():
-    from maskscore_core.views import ViewConfig, camera_poses
+    from maskscore_core.metric.views import ViewConfig, camera_poses
 
     config = ViewConfig(count=2, resolution=256, offset=(0.5, 0.0))
     poses = camera_poses(config)  # yaw 0 and 180 degrees: use the first and a turned copy of it
@@ -221,9 +221,9 @@ def test_anchors_from_render_land_on_the_rendered_triangle():
     """A ray cast through the pixel where a vertex projects meets a triangle holding that vertex
     (the tie of detected points to the mesh); a vertex the camera cannot see (a nostril behind
     the nose tip) ties to what it sees there instead."""
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render import get_renderer
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
+    from maskscore_core.metric.views import ViewConfig
 
     config = ViewConfig(count=1, resolution=256, offset=(0.5, 0.0))
     renderer = get_renderer(config)

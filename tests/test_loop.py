@@ -23,7 +23,9 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from maskscore_core import checkpoints, plugins
+from maskscore_core import checkpoints
+
+from maskscore_core.plugin import manager as plugins
 from maskscore_core.cli import main
 from maskscore_core.cli.loop_command import run_loop
 from maskscore_core.dataset import reader
@@ -106,8 +108,8 @@ def test_eval_cli_grades_the_reward_model(loop, tmp_path):
 def test_reward_model_reads_no_rung_or_label(loop, tmp_path):
     """The same poses under other labels, in another order, without rungs: the same scores."""
     out, _ = loop
-    from maskscore_core.context import Context
-    from maskscore_core.records import Asset, Candidate
+    from maskscore_core.plugin.context import Context
+    from maskscore_core.plugin.records import Asset, Candidate
 
     ctx = Context(workdir=tmp_path, config={"weights": str(out / "reward")})
     _, row = next(reader.iter_rows(out / "bench"))
@@ -138,7 +140,7 @@ def test_rl_checkpoint_drives_the_editor(loop, tmp_path, monkeypatch):
         assert np.array_equal(vector[mask == 0], a[mask == 0])  # only the part is regenerated
     assert not np.array_equal(params.to_vector(states[0]), params.to_vector(states[1]))
     monkeypatch.delenv(editor.ENV_CHECKPOINT, raising=False)
-    from maskscore_core.context import Context
+    from maskscore_core.plugin.context import Context
 
     with pytest.raises(editor.EditorConfigError, match="MASKSCORE_NATIVE_EDITOR"):
         plugins.call("edit", "native-flow", editor="native-flow", modality="pose", instance=instance,

@@ -12,7 +12,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from maskscore_core import lpips_weights
+from maskscore_core.metric import lpips_weights
 from maskscore_core.cli.weights_command import fetch_weights_command
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core.meshio import MeshFileError, read_vertices, write_mesh
-from maskscore_core.records import BodyState
-from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.body.meshio import MeshFileError, read_vertices, write_mesh
+from maskscore_core.plugin.records import BodyState
+from maskscore_core.body.reference_mesh import get_reference_mesh
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def test_coordinates_no_body_can_have_are_refused(tmp_path, vertices, scale, mov
 
 
 def test_a_body_of_the_reference_model_is_within_the_extent_bounds(vertices):
-    from maskscore_core import meshio
+    from maskscore_core.body import meshio
 
     span = (vertices.max(axis=0) - vertices.min(axis=0)).max()
     assert meshio.MIN_SPAN_M * 10 < span < meshio.MAX_SPAN_M / 2 and np.abs(vertices).max() < meshio.MAX_REACH_M / 5

@@ -8,10 +8,12 @@ import attrs
 import numpy as np
 import pytest
 
-from maskscore_core import parts, vocab
-from maskscore_core.body import get_body_model
-from maskscore_core.records import BodyState
-from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core import vocab
+
+from maskscore_core.body import parts
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.records import BodyState
+from maskscore_core.body.reference_mesh import get_reference_mesh
 
 FACE_PARTS = vocab.ACTIVE_FACE_PARTS
 
@@ -157,8 +159,8 @@ def test_accessory_parts_map_to_their_slots():
 
 @pytest.fixture(scope="module")
 def front_render():
-    from maskscore_core.render import get_renderer
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.metric.render import get_renderer
+    from maskscore_core.metric.views import ViewConfig
 
     mesh = get_reference_mesh()
     vertices = mesh.vertices([BodyState()])[0]

@@ -14,9 +14,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from maskscore_core import edits, plugins, schemas
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import schemas
 from maskscore_core.cli import main
-from maskscore_core.testing import small_context
+from maskscore_core.plugin.testing import small_context
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
 DISTRIBUTION = "maskscore-hello"

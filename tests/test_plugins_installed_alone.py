@@ -3,7 +3,7 @@
 In a fresh virtual environment that holds the core and no other MaskScore distribution, one
 plugin is `pip install`ed; `maskscore list-plugins --json` must then list exactly its modality,
 with every modality hook and no load error, and the modality must make one real round trip
-(`maskscore_core.testing.modality_round_trip`: encode, write, decode, render-compare at 2 views
+(`maskscore_core.plugin.testing.modality_round_trip`: encode, write, decode, render-compare at 2 views
 of 32 px). After `pip uninstall`, the plugin must be gone from the listing and the core must
 answer its modality with NoPluginError.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from maskscore_core.testing import check_modality_hooks, check_round_trip
+from maskscore_core.plugin.testing import check_modality_hooks, check_round_trip
 
 ROOT = Path(__file__).resolve().parents[1]
 MODALITIES = ("mesh", "pose", "keypoints", "depth", "video", "speech", "text", "multimodal", "arkit")
@@ -109,7 +109,7 @@ class FreshEnv:
 
     def round_trip(self, modality: str, workdir: Path, config: dict | None = None) -> dict:
         code = (
-            "import json, sys; from maskscore_core.testing import modality_round_trip; "
+            "import json, sys; from maskscore_core.plugin.testing import modality_round_trip; "
             "print(json.dumps(modality_round_trip(sys.argv[1], sys.argv[2], json.loads(sys.argv[3]))))"
         )
         return json.loads(self.run_python(code, modality, str(workdir), json.dumps(config or {})).splitlines()[-1])
@@ -117,14 +117,14 @@ class FreshEnv:
     def round_trip_failure(self, modality: str, workdir: Path, config: dict) -> str:
         """The NoPluginError message of a round trip that must fail."""
         code = (
-            "import json, sys; from maskscore_core import plugins; from maskscore_core.testing import modality_round_trip\n"
+            "import json, sys; from maskscore_core.plugin import manager as plugins; from maskscore_core.plugin.testing import modality_round_trip\n"
             "try:\n    modality_round_trip(sys.argv[1], sys.argv[2], json.loads(sys.argv[3]))\n"
             "except plugins.NoPluginError as err:\n    print(err)\nelse:\n    print('no error')"
         )
         return self.run_python(code, modality, str(workdir), json.dumps(config)).strip().splitlines()[-1]
 
     def no_provider_message(self, modality: str) -> str:
-        code = "import sys; from maskscore_core.testing import no_provider_message; print(no_provider_message(sys.argv[1]))"
+        code = "import sys; from maskscore_core.plugin.testing import no_provider_message; print(no_provider_message(sys.argv[1]))"
         return self.run_python(code, modality).strip().splitlines()[-1]
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from maskscore_core.dataset import protocol
 from maskscore_core.dataset.metrics import grade_row, summarize_dimension
-from maskscore_core.records import CandidateScore
-from maskscore_core.testing import misordered_pairs
+from maskscore_core.plugin.records import CandidateScore
+from maskscore_core.plugin.testing import misordered_pairs
 
 WITHOUT_4 = {
     "instruction_following": {1: 0, 2: 1, 3: 2, 5: 3},

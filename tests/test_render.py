@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core.records import BodyState
-from maskscore_core.reference_mesh import get_reference_mesh
-from maskscore_core.render import RenderResult, Renderer, find_llvm, get_renderer, select_variant
-from maskscore_core.views import ViewConfig, pixel_ray_directions
+from maskscore_core.plugin.records import BodyState
+from maskscore_core.body.reference_mesh import get_reference_mesh
+from maskscore_core.metric.render import RenderResult, Renderer, find_llvm, get_renderer, select_variant
+from maskscore_core.metric.views import ViewConfig, pixel_ray_directions
 
 SMALL = ViewConfig(count=4, resolution=64)
 
@@ -152,7 +152,7 @@ def test_bad_vertices_are_refused_with_the_reason(meshes):
     [("libLLVM.so.19.1", 19), ("libLLVM-17.so", 17), ("libLLVM-15.so.1", 15), ("libLLVM.so", None), ("libLLVM.so.x", None)],
 )
 def test_llvm_versions_are_read_from_library_names(name, major):
-    from maskscore_core.render import _llvm_major
+    from maskscore_core.metric.render import _llvm_major
 
     assert _llvm_major(f"/usr/lib/x86_64-linux-gnu/{name}") == major
 
@@ -160,7 +160,7 @@ def test_llvm_versions_are_read_from_library_names(name, major):
 def test_frustum_culling_leaves_the_renders_unchanged(meshes, monkeypatch):
     """Faces no view can show are left out of Mitsuba's scene (a cheaper BVH rebuild); the
     passes must be bit-for-bit those of the whole mesh, face ids included."""
-    from maskscore_core import render
+    from maskscore_core.metric import render
 
     config = ViewConfig(count=3, resolution=48)
     poses = render.camera_poses(config)

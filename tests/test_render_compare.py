@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from maskscore_core.parts import PartError
-from maskscore_core.records import BodyState, Decoded
-from maskscore_core.reference_mesh import get_reference_mesh
-from maskscore_core.render_compare import RenderCompare, RenderCompareError, distance_score
-from maskscore_core.views import ViewConfig
+from maskscore_core.body.parts import PartError
+from maskscore_core.plugin.records import BodyState, Decoded
+from maskscore_core.body.reference_mesh import get_reference_mesh
+from maskscore_core.metric.render_compare import RenderCompare, RenderCompareError, distance_score
+from maskscore_core.metric.views import ViewConfig
 
 SMALL = ViewConfig(count=4, resolution=96)
 LADDER_VIEWS = ViewConfig(count=8, resolution=128)  # small parts need more pixels than SMALL gives
@@ -197,7 +197,7 @@ def test_bad_inputs_are_named(small, jaw_edit):
 
 
 def _instance(modality: str):
-    from maskscore_core.records import EditInstance, EditInstruction, Subject, Target
+    from maskscore_core.plugin.records import EditInstance, EditInstruction, Subject, Target
 
     subject = Subject(subject_id="s0", phenotype={})
     target_a = Target(label="frame A", subject=subject, states=(state(),))
@@ -209,9 +209,9 @@ def _instance(modality: str):
 
 
 def test_scorer_plugin_scores_mesh_and_depth_candidates(tmp_path):
-    from maskscore_core import plugins
-    from maskscore_core.context import Context
-    from maskscore_core.records import Asset, Candidate
+    from maskscore_core.plugin import manager as plugins
+    from maskscore_core.plugin.context import Context
+    from maskscore_core.plugin.records import Asset, Candidate
 
     ctx = Context(workdir=tmp_path, config={"views": SMALL.count, "resolution": SMALL.resolution})
     assert plugins.plugin_info("render_compare_scorer").provides == ("render-compare",)
@@ -252,7 +252,7 @@ def test_score_command_prints_json_and_names_bad_files(tmp_path):
     from click.testing import CliRunner
 
     from maskscore_core.cli.score_command import score_command
-    from maskscore_core.meshio import write_mesh
+    from maskscore_core.body.meshio import write_mesh
 
     a = write_mesh(tmp_path / "a.glb", mesh().vertices)
     b = write_mesh(tmp_path / "b.ply", mesh({"jawOpen": 0.8}).vertices)
@@ -274,8 +274,8 @@ def test_score_command_prints_json_and_names_bad_files(tmp_path):
 
 
 def test_ssim_view_by_view_equals_ssim_over_all_views(small, jaw_edit):
-    from maskscore_core.image_metrics import masked_ssim
-    from maskscore_core.render_compare import _masked_ssim_by_view
+    from maskscore_core.metric.image_metrics import masked_ssim
+    from maskscore_core.metric.render_compare import _masked_ssim_by_view
 
     _a, _b, prepared = jaw_edit
     half = small.renderer.render(mesh({"jawOpen": 0.4}).vertices)

@@ -8,9 +8,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from maskscore_core import plugins
+from maskscore_core.plugin import manager as plugins
 from maskscore_core.cli import main
-from maskscore_core.testing import face_state, small_context, speaking_instance, unit_instance
+from maskscore_core.plugin.testing import face_state, small_context, speaking_instance, unit_instance
 
 SMALL = ["--views", "2", "--resolution", "32"]
 

@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 import uvicorn
 
-from maskscore_core import edits, plugins
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.plugin import manager as plugins
 from maskscore_core.cli.serve_command import make_app
-from maskscore_core.context import Context
+from maskscore_core.plugin.context import Context
 from maskscore_core.dataset.scorer_config import hook_config
-from maskscore_core.records import converter
+from maskscore_core.plugin.records import converter
 
 pytestmark = pytest.mark.maskscore_plugins("maskscore-pose")
 SCORER = "render-compare"
@@ -70,7 +72,7 @@ def request_body(instance, values) -> dict:
 def direct(instance, body, tmp_path) -> list[dict]:
     ctx = Context(workdir=tmp_path, seed=0, config=dict(CONFIG))
     cands = [plugins.call("read_asset", "pose", modality="pose", value=c["value"], root=tmp_path, ctx=ctx) for c in body["candidates"]]
-    from maskscore_core.records import Candidate
+    from maskscore_core.plugin.records import Candidate
 
     scored = plugins.call("score", SCORER, scorer=SCORER, instance=instance,
                           candidates=[Candidate(c["label"], a) for c, a in zip(body["candidates"], cands)], ctx=ctx)

@@ -65,10 +65,10 @@ def test_unknown_key_is_a_usage_error_naming_keys_that_exist(real_bench, tmp_pat
 
 @pytest.mark.slow
 def test_part_mask_is_tinted_exactly_over_the_part_pixels():
-    from maskscore_core.parts import pixel_mask
-    from maskscore_core.records import BodyState
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render import get_renderer
+    from maskscore_core.body.parts import pixel_mask
+    from maskscore_core.plugin.records import BodyState
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
 
     vertices = get_reference_mesh().vertices([BodyState()])[0]
     tile = contact_sheet._mesh_tile(vertices, "nose", TILE)

@@ -1,6 +1,6 @@
 """The SpeakingFaces loader on a small fixture in the published layout.
 
-The fixture is built here: ANNY frames rendered by maskscore_core.render (768x512, the visual
+The fixture is built here: ANNY frames rendered by maskscore_core.metric.render (768x512, the visual
 stream's size), espeak-ng audio resampled to 44.1 kHz stereo like a webcam microphone, the
 commands CSV and subjects table. The landmark-detector slot is filled by a detector that knows
 each frame's true ANNY state and returns its projected 68 landmarks (no offline detector exists
@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.body import get_body_model
-from maskscore_core.context import Context
-from maskscore_core.records import BodyState
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.records import BodyState
 from maskscore_core.trials import landmark_fit as lf
 from maskscore_core.trials import speakingfaces as sf
 
@@ -66,8 +66,8 @@ def build_fixture(root: Path) -> dict[str, np.ndarray]:
     import imageio.v3 as iio
 
     from maskscore_core import speech
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render import get_renderer
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
 
     (root / "metadata" / "commands").mkdir(parents=True)
     with (root / "metadata" / "subjects.csv").open("w", newline="") as handle:

@@ -91,7 +91,7 @@ def test_voiceprint_is_deterministic(tmp_path):
 
 
 def test_phrase_mix_follows_time():
-    from maskscore_core.ladder import LadderError, mix_phrase
+    from maskscore_core.edits.ladder import LadderError, mix_phrase
     from maskscore_core.speech.phonemes import word_boundaries_s
 
     a, b = "pay my phone bill", "turn off the bedroom lights"  # no word in common
@@ -115,7 +115,7 @@ def test_phrase_mix_follows_time():
 def test_trials_do_not_depend_on_the_trials_made_before(tmp_path):
     """A trial made after others is identical to the same trial made first (trials.clips drops
     the cached decoder before each alignment; see the next test for why it still must)."""
-    from maskscore_core.records import Subject
+    from maskscore_core.plugin.records import Subject
     from maskscore_core.speech import alignment
     from maskscore_core.trials.clips import make_trial
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core.body import get_body_model
+from maskscore_core.body.anny_model import get_body_model
 from maskscore_core.speech import Phone, activations_from_phones, phone_timeline
 from maskscore_core.speech.errors import SpeechError
 from maskscore_core.speech.phonemes import PHONES

@@ -7,7 +7,7 @@ import wave
 import numpy as np
 import pytest
 
-from maskscore_core.body import get_body_model
+from maskscore_core.body.anny_model import get_body_model
 from maskscore_core.trials import anny_source, clips, subjects
 
 SMALL = {"seed": 7, "subjects": 2, "trials_per_subject": 1, "max_words": 4}
@@ -151,7 +151,7 @@ def test_corrupt_trial_file_names_the_file(tmp_path):
 
 
 def test_later_trials_change_one_thing():
-    from maskscore_core import accessories
+    from maskscore_core.body import accessories
 
     assert [anny_source.trial_look(0, t) for t in range(4)] == ["usual", "accessories", "regions", "accessories"]
     assert [anny_source.trial_look(1, t) for t in range(3)] == ["usual", "regions", "accessories"]
@@ -179,8 +179,8 @@ def test_config_from_dict():
 
 
 def test_extract_hook_answers_for_anny(tmp_path):
-    from maskscore_core import plugins
-    from maskscore_core.context import Context
+    from maskscore_core.plugin import manager as plugins
+    from maskscore_core.plugin.context import Context
 
     ctx = Context(workdir=tmp_path, seed=7)
     trials = plugins.call(

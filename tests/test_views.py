@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from maskscore_core.views import (
+from maskscore_core.metric.views import (
     ViewConfig,
     camera_poses,
     pixel_ray_directions,
@@ -101,9 +101,9 @@ def test_centre_pixel_ray_is_the_viewing_direction():
 def test_framing_puts_a_subjects_head_on_the_default_head():
     """The default subject's framing changes no bit; a moved and scaled copy of it is framed back
     onto it (views are aimed at each subject's own head, docs/metric.md)."""
-    from maskscore_core.records import BodyState
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.views import framing_of, subject_framing
+    from maskscore_core.plugin.records import BodyState
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.views import framing_of, subject_framing
 
     vertices = get_reference_mesh().vertices([BodyState()])[0]
     assert np.array_equal(subject_framing({}).apply(vertices), vertices)

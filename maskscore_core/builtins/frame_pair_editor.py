@@ -8,7 +8,7 @@ ladder: every rung its modality makes); each rung's Target is encoded by the reg
 from __future__ import annotations
 
 from maskscore_core import Editor, hookimpl
-from maskscore_core.records import Candidate
+from maskscore_core.plugin.records import Candidate
 
 NAME = "frame-pair"
 
@@ -20,8 +20,8 @@ def register_editors(register):
 
 @hookimpl
 def edit(editor, modality, instance, ctx):
-    from maskscore_core import plugins
-    from maskscore_core.ladder import build_ladder
+    from maskscore_core.plugin import manager as plugins
+    from maskscore_core.edits.ladder import build_ladder
 
     candidates = []
     for target in build_ladder(instance):

@@ -25,8 +25,8 @@ import attrs
 import numpy as np
 
 from maskscore_core import Scorer, hookimpl
-from maskscore_core.ladder import edit_fraction, ideal_edit
-from maskscore_core.records import CandidateScore, Decoded, PartMask
+from maskscore_core.edits.ladder import edit_fraction, ideal_edit
+from maskscore_core.plugin.records import CandidateScore, Decoded, PartMask
 
 NAME = "render-compare"
 
@@ -41,14 +41,14 @@ def register_scorers(register):
 
 
 def view_config_of(ctx):
-    from maskscore_core.reward_tables import view_config
+    from maskscore_core.dataset.reward_tables import view_config
 
     return view_config(ctx)
 
 
 def render_compare_of(ctx):
     """The run's RenderCompare for its views (built once, shared by every plugin)."""
-    from maskscore_core.render_compare import RenderCompare
+    from maskscore_core.metric.render_compare import RenderCompare
 
     config = view_config_of(ctx)
     if ctx is None:
@@ -59,7 +59,7 @@ def render_compare_of(ctx):
 def _with_vertices(reference: Decoded, target) -> Decoded:
     if reference.vertices is not None:
         return reference
-    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     vertices = get_reference_mesh().vertices([target.state])[0]
     return Decoded(vertices=vertices, activations=reference.activations)
@@ -96,7 +96,7 @@ def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates
         if len(frames) != count:
             raise RenderCompareScorerError(f"{what} has {len(frames)} frames, frame A has {count}")
     if framing is None:  # one framing for the whole clip: frame A's first frame
-        from maskscore_core.views import framing_of
+        from maskscore_core.metric.views import framing_of
 
         framing = framing_of(compare.renderer.check(ref_a.frames[0], "frame A"))
     per_candidate: list[list[CandidateScore]] = [[] for _ in candidates]
@@ -118,7 +118,7 @@ def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates
 def _add_activation(score: CandidateScore, activations, activations_a, activations_b) -> CandidateScore:
     """Fold the face activation agreement into instruction_following, as RenderCompare does:
     instruction_following is recomputed from the frames' mean distances plus the activation's."""
-    from maskscore_core import render_compare as rc
+    from maskscore_core.metric import render_compare as rc
     from maskscore_core.speech import agreement
 
     def part_of(prefix: str) -> dict[str, float]:
@@ -133,7 +133,7 @@ def _add_activation(score: CandidateScore, activations, activations_a, activatio
 
 @hookimpl
 def score(scorer, instance, candidates, ctx):
-    from maskscore_core import plugins
+    from maskscore_core.plugin import manager as plugins
 
     if not candidates:
         return []
@@ -160,7 +160,7 @@ def score(scorer, instance, candidates, ctx):
         plugins.call("decode_to_mesh", modality, asset=c.asset, instance=instance, ctx=ctx) for c in candidates
     ]
     # Every mesh of the row is framed on frame A's subject at rest, as the depth modality's maps are.
-    from maskscore_core.views import subject_framing
+    from maskscore_core.metric.views import subject_framing
 
     framing = subject_framing(instance.a.state.phenotype)
     return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, region=mask.region,

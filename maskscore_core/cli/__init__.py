@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import click
 
-from .build_command import build_command
-from .demo_command import demo_command
-from .errors import DEBUG_ENV, MaskScoreGroup
-from .eval_command import eval_command
-from .loop_command import loop_command
-from .plugins_command import list_plugins_command
-from .score_command import score_command
-from .serve_command import serve_command
-from .show_command import show_command
-from .train_command import train_command
-from .weights_command import fetch_weights_command
+from maskscore_core.cli.build_command import build_command
+from maskscore_core.cli.demo_command import demo_command
+from maskscore_core.cli.errors import DEBUG_ENV, MaskScoreGroup
+from maskscore_core.cli.eval_command import eval_command
+from maskscore_core.cli.loop_command import loop_command
+from maskscore_core.cli.plugins_command import list_plugins_command
+from maskscore_core.cli.score_command import score_command
+from maskscore_core.cli.serve_command import serve_command
+from maskscore_core.cli.show_command import show_command
+from maskscore_core.cli.train_command import train_command
+from maskscore_core.cli.weights_command import fetch_weights_command
 
 
 @click.group(cls=MaskScoreGroup)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from ..dataset.plan import DEFAULT_SUBJECTS, BuildConfig
-from ..dataset.runner import run_build
-from ..dataset.splits import SPLITS
-from . import options
+from maskscore_core.dataset.plan import DEFAULT_SUBJECTS, BuildConfig
+from maskscore_core.dataset.runner import run_build
+from maskscore_core.dataset.splits import SPLITS
+from maskscore_core.cli import options
 
 
 def _options(pairs: tuple[str, ...], hint: str = "--source-option") -> dict:

@@ -12,15 +12,17 @@ from pathlib import Path
 
 import click
 
-from .. import plugins, vocab
-from ..dataset import evaluate, report
-from ..dataset.atomic import write_text
-from ..dataset.contact_sheet import draw_sheet
-from ..dataset.plan import BuildConfig
-from ..dataset.reader import iter_rows
-from ..dataset.runner import run_build
-from . import options
-from .eval_command import check_no_failures
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.dataset import evaluate, report
+from maskscore_core.dataset.atomic import write_text
+from maskscore_core.dataset.contact_sheet import draw_sheet
+from maskscore_core.dataset.plan import BuildConfig
+from maskscore_core.dataset.reader import iter_rows
+from maskscore_core.dataset.runner import run_build
+from maskscore_core.cli import options
+from maskscore_core.cli.eval_command import check_no_failures
 
 SCORERS = ("render-compare", "latent-l2")
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from ..dataset import evaluate, report
-from ..dataset.atomic import write_text
-from ..dataset.reader import build_config, render_settings
-from . import options
-from .errors import CommandFailed
+from maskscore_core.dataset import evaluate, report
+from maskscore_core.dataset.atomic import write_text
+from maskscore_core.dataset.reader import build_config, render_settings
+from maskscore_core.cli import options
+from maskscore_core.cli.errors import CommandFailed
 
 
 @click.command("eval")

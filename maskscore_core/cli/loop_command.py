@@ -29,14 +29,16 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .. import plugins, vocab
-from ..context import Context
-from ..dataset import evaluate, reader
-from ..dataset.atomic import write_text
-from ..dataset.plan import BuildConfig
-from ..dataset.runner import run_build
-from . import options
-from .train_command import run_trainer
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import Context
+from maskscore_core.dataset import evaluate, reader
+from maskscore_core.dataset.atomic import write_text
+from maskscore_core.dataset.plan import BuildConfig
+from maskscore_core.dataset.runner import run_build
+from maskscore_core.cli import options
+from maskscore_core.cli.train_command import run_trainer
 
 MODALITY = "pose"
 LOOP_SCORERS = ("reward-model", "latent-l2", "render-compare")

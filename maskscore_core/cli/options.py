@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from .. import limits
+from maskscore_core import limits
 
 VIEWS = click.IntRange(limits.MIN_VIEWS, limits.MAX_VIEWS)
 RESOLUTION = click.IntRange(limits.MIN_RESOLUTION, limits.MAX_RESOLUTION)
@@ -35,7 +35,7 @@ class PluginName(click.ParamType):
         self.name = kind
 
     def convert(self, value, param, ctx):
-        from .. import plugins
+        from maskscore_core.plugin import manager as plugins
 
         installed = plugins.providers(self.kind)
         if value not in installed:
@@ -50,7 +50,7 @@ class ModalityList(click.ParamType):
     name = "modalities"
 
     def convert(self, value, param, ctx):
-        from .. import plugins
+        from maskscore_core.plugin import manager as plugins
 
         if isinstance(value, tuple):
             return value
@@ -71,7 +71,7 @@ class Part(click.ParamType):
     name = "part"
 
     def convert(self, value, param, ctx):
-        from .. import parts
+        from maskscore_core.body import parts
 
         try:
             return parts.check_active(value)

@@ -7,7 +7,7 @@ import json
 import attrs
 import click
 
-from .. import plugins
+from maskscore_core.plugin import manager as plugins
 
 
 @click.command("list-plugins")

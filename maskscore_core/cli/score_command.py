@@ -4,7 +4,7 @@ for one part, as JSON.
     maskscore score --frame-a A.glb --frame-b B.glb --part mouth CAND1.glb CAND2.ply ...
     maskscore score --modality speech --frame-a a.wav --frame-b b.wav --part mouth c1.wav c2.wav
 
-Files are read and decoded by their modality's plugin (`maskscore_core.file_scoring`);
+Files are read and decoded by their modality's plugin (`maskscore_core.metric.file_scoring`);
 `--modality` defaults to the modality whose registered suffixes match the candidates. Meshes on
 the reference topology need no plugin. The output is one JSON object: the part, the modality, the
 views, and per candidate its file, the three scores and the raw distances they come from (keys
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import click
 
-from . import options
-from .output import noise_to_stderr, write_json
+from maskscore_core.cli import options
+from maskscore_core.cli.output import noise_to_stderr, write_json
 
 
 @click.command("score")
@@ -31,9 +31,9 @@ def score_command(modality, frame_a, frame_b, part, views, resolution, candidate
     """Score candidate files for 'edit the PART to match frame B' (render-and-compare)."""
     import tempfile
 
-    from maskscore_core import plugins
-    from maskscore_core.context import Context
-    from maskscore_core.file_scoring import score_files
+    from maskscore_core.plugin import manager as plugins
+    from maskscore_core.plugin.context import Context
+    from maskscore_core.metric.file_scoring import score_files
 
     options.check_render_size(views, resolution)
     if modality is not None and modality not in plugins.names("modality"):

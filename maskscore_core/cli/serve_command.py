@@ -28,10 +28,10 @@ from pathlib import Path
 
 import click
 
-from .. import plugins
-from ..context import Context
-from ..records import Candidate, EditInstance, converter
-from . import options
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.records import Candidate, EditInstance, converter
+from maskscore_core.cli import options
 
 
 class Admission:
@@ -144,7 +144,7 @@ def serve_command(scorer, weights, views, resolution, root, host, port, max_queu
     """Serve SCORER over HTTP: POST /score with an edit and its candidates, get their scores."""
     import uvicorn
 
-    from ..dataset.scorer_config import hook_config
+    from maskscore_core.dataset.scorer_config import hook_config
 
     options.check_render_size(views, resolution)
     plugins.lookup("scorer", scorer)  # an unknown scorer is a one-line error before listening

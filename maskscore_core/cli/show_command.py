@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..dataset.contact_sheet import UnknownKeyError, draw_sheet
-from . import options
+from maskscore_core.dataset.contact_sheet import UnknownKeyError, draw_sheet
+from maskscore_core.cli import options
 
 
 @click.command("show")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import click
 
-from .. import plugins
-from ..context import Context
-from . import options as bounds
-from .output import noise_to_stderr, write_json
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import Context
+from maskscore_core.cli import options as bounds
+from maskscore_core.cli.output import noise_to_stderr, write_json
 
 DEFAULT_TRAINERS = {"editor": "native-flow", "reward": "reward-model", "rl": "flow-grpo"}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .. import lpips_weights
+from maskscore_core.metric import lpips_weights
 
 
 @click.command("fetch-weights")

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from .. import plugins, vocab
-from . import atomic
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.dataset import atomic
 
 # Files of the card itself and of the evaluation are not dataset content; hidden entries
 # (.partial, .work, .build-config.json) are build machinery.

@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from .. import plugins, vocab
-from ..records import Decoded, EditInstance
-from . import reader
-from .shard import make_context
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.records import Decoded, EditInstance
+from maskscore_core.dataset import reader
+from maskscore_core.dataset.shard import make_context
 
 MASK_TINT = np.array([255, 64, 64], dtype=np.float64)
 MASK_ALPHA = 0.45
@@ -36,15 +38,15 @@ class UnknownKeyError(ContactSheetError, LookupError):
 
 
 def _front_view(resolution: int):
-    from ..views import ViewConfig
+    from maskscore_core.metric.views import ViewConfig
 
     # One view at Hammersley u = 0.5 (pitch 0) and yaw 0: straight at the face.
     return ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0))
 
 
 def _mesh_tile(vertices: np.ndarray, part: str, resolution: int) -> np.ndarray:
-    from ..parts import pixel_mask
-    from ..render import get_renderer
+    from maskscore_core.body.parts import pixel_mask
+    from maskscore_core.metric.render import get_renderer
 
     renderer = get_renderer(_front_view(resolution))
     rgb = renderer.render_rgb(vertices, resolution, resolution, view_index=0).astype(np.float64)
@@ -76,7 +78,7 @@ def decoded_tile(decoded: Decoded, part: str, resolution: int, what: str) -> np.
 
 
 def _target_tile(target, part: str, resolution: int) -> np.ndarray:
-    from ..reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     return _mesh_tile(get_reference_mesh().vertices([target.state])[0], part, resolution)
 

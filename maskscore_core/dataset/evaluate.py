@@ -27,13 +27,15 @@ import json
 import numpy as np
 from tqdm import tqdm
 
-from .. import plugins, vocab
-from . import reader
-from .metrics import grade_row, summarize
-from .protocol import check_levels, rungs_of
-from .reader import DatasetReadError
-from .scorer_config import ScorerConfig, ScorerConfigError, scorer_version  # noqa: F401 - the eval API
-from .shard import make_context
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.dataset import reader
+from maskscore_core.dataset.metrics import grade_row, summarize
+from maskscore_core.dataset.protocol import check_levels, rungs_of
+from maskscore_core.dataset.reader import DatasetReadError
+from maskscore_core.dataset.scorer_config import ScorerConfig, ScorerConfigError, scorer_version  # noqa: F401 - the eval API
+from maskscore_core.dataset.shard import make_context
 
 SCORES_FROM_BENCH = "bench"  # the scores stored in the bench rows at build time
 SCORES_FROM_SCORER = "scorer"  # the scorer run now (or its cached results)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .splits import pool_for_split, subject_pool
+from maskscore_core.dataset.splits import pool_for_split, subject_pool
 
 
 class LeakageError(RuntimeError):

@@ -17,8 +17,10 @@ import attrs
 import numpy as np
 from scipy.stats import kendalltau
 
-from .. import plugins, vocab
-from .protocol import expected_levels, graded_pairs
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.dataset.protocol import expected_levels, graded_pairs
 
 RESAMPLES = 1000
 

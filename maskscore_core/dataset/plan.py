@@ -23,8 +23,12 @@ from typing import Any
 
 import attrs
 
-from .. import edits, limits, plugins, vocab
-from .splits import SCORED_SPLITS, check_split
+from maskscore_core import limits, vocab
+
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.dataset.splits import SCORED_SPLITS, check_split
 
 # The design's sizes (EditScore's three datasets).
 DEFAULT_ROWS = {"bench": 2890, "reward-train": 97_300, "rl-train": 110_000}
@@ -71,7 +75,7 @@ class BuildConfig:
     backend: str = attrs.field(default="local", validator=attrs.validators.in_(("local", "ray")))
     # "module:function" making edit instances, and extra plugin modules to register in every
     # worker (tests use both to run the machinery with plugins defined in the test suite).
-    instance_maker: str = "maskscore_core.edits:make_instances"
+    instance_maker: str = "maskscore_core.edits.instances:make_instances"
     plugin_modules: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     def __attrs_post_init__(self):

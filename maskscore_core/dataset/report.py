@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .. import plugins, vocab
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
 
 
 def _cell(figure: dict | None) -> str:

@@ -12,7 +12,9 @@ import json
 
 import attrs
 
-from .. import limits, plugins
+from maskscore_core import limits
+
+from maskscore_core.plugin import manager as plugins
 
 DEFAULT_WEIGHTS = "default"
 METRIC_SCORER = "render-compare"  # builtins.render_compare_scorer.NAME
@@ -36,7 +38,7 @@ def scorer_version(name: str) -> str:
         ) from None
     version = f"{registered.distribution}=={registered.version}"
     if name == METRIC_SCORER:  # the core's own metric: its formulas change within one core release
-        from ..render_compare import METRIC_VERSION
+        from maskscore_core.metric.render_compare import METRIC_VERSION
 
         version += f"+metric.{METRIC_VERSION}"
     return version

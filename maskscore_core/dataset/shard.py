@@ -24,15 +24,19 @@ import attrs
 import numpy as np
 import pyarrow.parquet as pq
 
-from .. import plugins, schemas, vocab
-from ..context import Context
-from ..records import Candidate, EditInstance, converter
-from ..registration import CONDITIONING_IMAGE
-from ..reward_tables import render_conditioning_image
-from . import atomic, reader, verify
-from .plan import BuildConfig, ShardSpec
-from .scorer_config import hook_config
-from .splits import SPLITS, trials_for_split
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import schemas
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.records import Candidate, EditInstance, converter
+from maskscore_core.plugin.registration import CONDITIONING_IMAGE
+from maskscore_core.dataset.reward_tables import render_conditioning_image
+from maskscore_core.dataset import atomic, reader, verify
+from maskscore_core.dataset.plan import BuildConfig, ShardSpec
+from maskscore_core.dataset.scorer_config import hook_config
+from maskscore_core.dataset.splits import SPLITS, trials_for_split
 
 PARTIAL_DIR = ".partial"
 WORK_DIR = ".work"

@@ -17,8 +17,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import schemas
-from .plan import ShardSpec
+from maskscore_core.dataset import schemas
+from maskscore_core.dataset.plan import ShardSpec
 
 MANIFEST_KEY = b"maskscore.files"
 NOT_BUILT = "not built"

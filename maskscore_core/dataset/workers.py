@@ -17,8 +17,8 @@ import threading
 import time
 from pathlib import Path
 
-from .. import threads
-from . import lock
+from maskscore_core import threads
+from maskscore_core.dataset import lock
 
 PR_SET_PDEATHSIG = 1
 WATCH_INTERVAL_S = 0.2

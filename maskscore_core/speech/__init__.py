@@ -6,15 +6,15 @@ text --espeak-ng--> wav --pocketsphinx--> timed phones --visemes--> (T, 52) ARKi
 Text without audio takes the dictionary path: `phone_timeline` gives default phone durations.
 """
 
-from . import agreement
-from .alignment import align
-from .commands import load_commands
-from .errors import AlignmentError, AudioFileError, SpeechError, SynthesisError, UnknownWordError
-from .face_drive import audio_activations, text_activations
-from .phone import Phone
-from .phonemes import phone_durations, phone_timeline, text_phones
-from .synthesis import synthesize, voices
-from .visemes import activations_from_phones
+from maskscore_core.speech import agreement
+from maskscore_core.speech.alignment import align
+from maskscore_core.speech.commands import load_commands
+from maskscore_core.speech.errors import AlignmentError, AudioFileError, SpeechError, SynthesisError, UnknownWordError
+from maskscore_core.speech.face_drive import audio_activations, text_activations
+from maskscore_core.speech.phone import Phone
+from maskscore_core.speech.phonemes import phone_durations, phone_timeline, text_phones
+from maskscore_core.speech.synthesis import synthesize, voices
+from maskscore_core.speech.visemes import activations_from_phones
 
 __all__ = [
     "AlignmentError",

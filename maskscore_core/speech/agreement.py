@@ -24,8 +24,8 @@ import functools
 
 import numpy as np
 
-from .errors import SpeechError
-from .visemes import action_names
+from maskscore_core.speech.errors import SpeechError
+from maskscore_core.speech.visemes import action_names
 
 FACE_BONES: tuple[str, ...] = ("Jaw", "LeftEye", "RightEye")
 JAW_OPEN_RAD = 0.35

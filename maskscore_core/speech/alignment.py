@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .audio import load_speech_audio
-from .errors import AlignmentError
-from .phone import Phone
-from .phonemes import base_word, check_words, dictionary_path
+from maskscore_core.speech.audio import load_speech_audio
+from maskscore_core.speech.errors import AlignmentError
+from maskscore_core.speech.phone import Phone
+from maskscore_core.speech.phonemes import base_word, check_words, dictionary_path
 
 FRAME_S = 0.01  # pocketsphinx's frame shift
 NOISE_FLOORS = (32.0, 16.0, 64.0)

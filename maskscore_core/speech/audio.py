@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import resample_poly
 
-from .errors import AudioFileError
+from maskscore_core.speech.errors import AudioFileError
 
 SAMPLE_RATE = 16_000
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from .errors import SpeechError
-from .phonemes import check_words
+from maskscore_core.speech.errors import SpeechError
+from maskscore_core.speech.phonemes import check_words
 
 
 @functools.cache

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .alignment import align, forget_previous_utterances
-from .audio import duration_s
-from .phonemes import phone_timeline, timeline_duration_s
-from .visemes import activations_from_phones
+from maskscore_core.speech.alignment import align, forget_previous_utterances
+from maskscore_core.speech.audio import duration_s
+from maskscore_core.speech.phonemes import phone_timeline, timeline_duration_s
+from maskscore_core.speech.visemes import activations_from_phones
 
 
 def audio_activations(wav_path: str | Path, text: str, fps: float) -> np.ndarray:
@@ -33,7 +33,7 @@ def voiced_text_activations(text: str, voice: str, fps: float) -> np.ndarray:
     the pace, pauses and phone lengths of a real (synthetic) speaker, where default phone
     durations drift against any clip. Deterministic; raises AlignmentError when pocketsphinx
     cannot align the words."""
-    from .synthesis import synthesize
+    from maskscore_core.speech.synthesis import synthesize
 
     with tempfile.TemporaryDirectory(prefix="maskscore-voiced-") as tmp:
         wav_path = synthesize(text, voice, Path(tmp) / "text.wav")

@@ -14,8 +14,8 @@ import functools
 import re
 from pathlib import Path
 
-from .errors import SpeechError, UnknownWordError
-from .phone import Phone
+from maskscore_core.speech.errors import SpeechError, UnknownWordError
+from maskscore_core.speech.phone import Phone
 
 # The CMU phone set (39 phones) grouped by how long they are held.
 PHONE_CLASSES: dict[str, tuple[str, ...]] = {

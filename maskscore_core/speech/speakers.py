@@ -24,8 +24,8 @@ from typing import Iterable
 
 import numpy as np
 
-from .errors import SpeechError
-from .voiceprint import Voiceprint
+from maskscore_core.speech.errors import SpeechError
+from maskscore_core.speech.voiceprint import Voiceprint
 
 F0_TOLERANCE_OCT = 0.25
 CEPSTRUM_TOLERANCE = 12.0

@@ -16,13 +16,13 @@ import functools
 import attrs
 import numpy as np
 
-from ..records import Decoded, EditInstance
+from maskscore_core.plugin.records import Decoded, EditInstance
 
 
 @functools.cache
 def spoken_columns() -> np.ndarray:
     """The facial actions speech moves (mouth and jaw): every action some viseme sets."""
-    from .visemes import viseme_vectors
+    from maskscore_core.speech.visemes import viseme_vectors
 
     return np.flatnonzero(np.any(np.stack(list(viseme_vectors().values())) != 0, axis=0))
 
@@ -47,8 +47,8 @@ def spoken_part_actions(part: str, modality: str) -> tuple[str, ...]:
     """The mask of a part for a modality that moves the face by speaking (speech, text): the
     part's facial actions that speech moves (mouth and jaw). Parts speech cannot move (eyes,
     brows, hair, ...) raise PartError."""
-    from .. import parts
-    from ..body import get_body_model
+    from maskscore_core.body import parts
+    from maskscore_core.body.anny_model import get_body_model
 
     parts.check_active(part)
     spoken = {get_body_model().action_names[i] for i in spoken_columns()}
@@ -68,7 +68,7 @@ def sampled_rows(length: int, count: int) -> np.ndarray:
 
 
 def _mesh(state) -> np.ndarray:
-    from ..reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     return get_reference_mesh().vertices([state])[0]  # one state per call: bit-identical per frame
 

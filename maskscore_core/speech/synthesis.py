@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .audio import SAMPLE_RATE, resample, write_wav
-from .errors import SynthesisError
+from maskscore_core.speech.audio import SAMPLE_RATE, resample, write_wav
+from maskscore_core.speech.errors import SynthesisError
 
 # espeak-ng voice specs ("language+variant") the built-in subjects are spoken with. Each was
 # chosen because it changes the audio (espeak-ng 1.51 silently ignores an unknown variant, and any

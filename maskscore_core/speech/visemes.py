@@ -20,9 +20,9 @@ import math
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
-from .errors import SpeechError
-from .phone import Phone
-from .phonemes import PHONES
+from maskscore_core.speech.errors import SpeechError
+from maskscore_core.speech.phone import Phone
+from maskscore_core.speech.phonemes import PHONES
 
 GRID_S = 0.01
 COARTICULATION_SIGMA_S = 0.02
@@ -84,7 +84,7 @@ DIPHTHONGS: dict[str, tuple[str, str]] = {
 @functools.cache
 def action_names() -> tuple[str, ...]:
     """The 52 ARKit action names in the body model's order (the columns of every activation array)."""
-    from ..body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
 
     return get_body_model().action_names
 

@@ -20,8 +20,8 @@ import attrs
 import numpy as np
 from scipy.fft import dct
 
-from .audio import SAMPLE_RATE
-from .errors import SpeechError
+from maskscore_core.speech.audio import SAMPLE_RATE
+from maskscore_core.speech.errors import SpeechError
 
 FRAME_S = 0.040
 HOP_S = 0.010

@@ -24,10 +24,10 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from ..records import Trial, converter
-from .appearances import trial_appearances
-from .clips import make_trial
-from .subjects import DEFAULT_MIN_DISTANCE, draw_subjects
+from maskscore_core.plugin.records import Trial, converter
+from maskscore_core.trials.appearances import trial_appearances
+from maskscore_core.trials.clips import make_trial
+from maskscore_core.trials.subjects import DEFAULT_MIN_DISTANCE, draw_subjects
 
 SOURCE_NAME = "anny"
 _SUBJECT_STREAM, _TRIAL_STREAM, _COMMAND_STREAM, _APPEARANCE_STREAM = 0, 1, 2, 3
@@ -75,7 +75,7 @@ def _rng(config: AnnySourceConfig, *stream: int) -> np.random.Generator:
 
 
 def _commands(max_words: int) -> list[str]:
-    from .. import speech
+    from maskscore_core import speech
 
     commands = [c for c in speech.load_commands() if len(c.split()) <= max_words]
     if len(commands) < 2:
@@ -121,10 +121,10 @@ def render_frames(trial: Trial, workdir: Path, size: int) -> Path:
     frame's appearance (`appearance.picture`); returns the folder."""
     import imageio.v3 as iio
 
-    from ..appearance import picture
-    from ..reference_mesh import get_reference_mesh
-    from ..render import get_renderer
-    from ..views import ViewConfig
+    from maskscore_core.metric.appearance import picture
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
+    from maskscore_core.metric.views import ViewConfig
 
     folder = Path(workdir) / "video" / trial.trial_id
     folder.mkdir(parents=True, exist_ok=True)
@@ -146,7 +146,7 @@ def _make_aligned_trial(config, workdir, s_index, t_index, subject, order: list[
     A few espeak-ng voice/command pairs do not align; such a command is dropped from `order`
     (so the choice stays deterministic) and the next one is tried, at most MAX_ALIGN_TRIES times.
     """
-    from ..speech import AlignmentError
+    from maskscore_core.speech import AlignmentError
 
     failures = []
     while order and len(failures) < MAX_ALIGN_TRIES:

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ..records import Appearance, Light
+from maskscore_core.plugin.records import Appearance, Light
 
 LIGHT_SKIN = np.array([0.86, 0.68, 0.58])
 DARK_SKIN = np.array([0.36, 0.24, 0.18])

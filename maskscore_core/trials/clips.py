@@ -33,11 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import speech
-from ..speech.alignment import forget_previous_utterances
-from ..body import get_body_model
-from ..records import FACIAL_ACTIONS, SOMA_BONES, Appearance, BodyState, Frame, Subject, Trial
-from .subjects import changed_accessories
+from maskscore_core import speech
+from maskscore_core.speech.alignment import forget_previous_utterances
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.records import FACIAL_ACTIONS, SOMA_BONES, Appearance, BodyState, Frame, Subject, Trial
+from maskscore_core.trials.subjects import changed_accessories
 
 ARM_DROP_RAD = 1.25
 REGION_PARTS: tuple[str, ...] = ("front hair", "back hair", "ears")

@@ -33,8 +33,8 @@ import attrs
 import numpy as np
 import torch
 
-from ..body import BodyModel, get_body_model
-from ..records import SOMA_BONES, BodyState
+from maskscore_core.body.anny_model import BodyModel, get_body_model
+from maskscore_core.plugin.records import SOMA_BONES, BodyState
 
 ANNY68_SCHEME = "anny-68"
 MEDIAPIPE_SCHEME = "mediapipe-478"
@@ -445,7 +445,7 @@ def project_anchors(state: BodyState, camera, camera_position: Sequence[float], 
     body = get_body_model()
     anchors = anchors or anny68_anchors()
     if reference:
-        from ..reference_mesh import get_reference_mesh
+        from maskscore_core.body.reference_mesh import get_reference_mesh
 
         corners = get_reference_mesh().anny_posed([state])["vertices"][0][anchors.vertex_ids]
         points = torch.as_tensor(np.einsum("kcd,kc->kd", corners, anchors.weights))
@@ -554,7 +554,7 @@ def _chain_weights(body, anchors: MeshAnchors) -> np.ndarray:
 
 def linear_face(phenotype: dict[str, float], anchors: MeshAnchors) -> LinearFace:
     """The subject's `LinearFace` (one batch of reference-mesh evaluations, cached per subject)."""
-    from ..reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     key = (tuple(sorted((k, float(v)) for k, v in phenotype.items())), anchors.scheme, anchors.vertex_ids.tobytes(), anchors.weights.tobytes())
     if key not in _linear_faces:

@@ -24,7 +24,7 @@ The seven extraction steps of docs/design.md per utterance (`extract_utterance`)
    warm-started from its neighbour, frames in between interpolated;
 3. metric depth from the depth-estimator slot (MoGe-3); no weights are reachable here, so asking
    for depth without a registered estimator is an error naming the slot;
-4. depth and normals of the fitted mesh rendered by `maskscore_core.render`;
+4. depth and normals of the fitted mesh rendered by `maskscore_core.metric.render`;
 5. the transcript from the commands CSV;
 6. the synchronized audio cut to the clip's span, as 16 kHz mono wav (ffmpeg from imageio-ffmpeg);
 7. the frame sequence, decoded (so a corrupt frame is caught) and written as numbered PNGs.
@@ -54,8 +54,8 @@ from typing import Callable, Protocol
 import attrs
 import numpy as np
 
-from ..records import BodyState, Frame, Subject, Trial
-from . import landmark_fit
+from maskscore_core.plugin.records import BodyState, Frame, Subject, Trial
+from maskscore_core.trials import landmark_fit
 
 SOURCE_NAME = "speakingfaces"
 FPS = 28.0
@@ -455,7 +455,7 @@ def cut_audio(source: Path, target: Path, duration_s: float) -> Path:
     if done.returncode != 0:
         message = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"ffmpeg exit {done.returncode}"
         raise SpeakingFacesError(source, f"not a readable audio file ({message})")
-    from ..speech.audio import read_wav
+    from maskscore_core.speech.audio import read_wav
 
     try:
         samples, _rate = read_wav(target)
@@ -609,9 +609,9 @@ def extract_utterance(
             raise SpeakingFacesError(frame_paths[rep], f"depth estimator returned {depth.shape} or non-finite depth")
         extras["estimated_depth"] = _write_npy(out / "estimated_depth.npy", depth)
     if config.render:  # step 4
-        from ..reference_mesh import get_reference_mesh
-        from ..render import get_renderer
-        from ..views import ViewConfig
+        from maskscore_core.body.reference_mesh import get_reference_mesh
+        from maskscore_core.metric.render import get_renderer
+        from maskscore_core.metric.views import ViewConfig
 
         renderer = get_renderer(ViewConfig(count=config.render_views, resolution=config.render_resolution))
         result = renderer.render(get_reference_mesh().vertices([rep_fit.state])[0], what=utterance.key)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import accessories
-from ..records import Subject
-from ..speech.synthesis import CONFUSABLE_VOICES, FEMALE_VOICES, MALE_VOICES, VOICES
+from maskscore_core.body import accessories
+from maskscore_core.plugin.records import Subject
+from maskscore_core.speech.synthesis import CONFUSABLE_VOICES, FEMALE_VOICES, MALE_VOICES, VOICES
 
 # Phenotype box (ANNY labels, values in [0, 1]): adults (age 0.45..0.9 is about 22..70 years),
 # no extreme bodies.

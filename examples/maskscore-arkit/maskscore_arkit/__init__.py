@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from maskscore_core import Column, Modality, edits, hookimpl, reward_tables
-from maskscore_core.records import Asset, PartMask
-from maskscore_core.registration import CONDITIONING_IMAGE
+from maskscore_core import Column, Modality, hookimpl
+
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.dataset import reward_tables
+from maskscore_core.plugin.records import Asset, PartMask
+from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
 from .capture import ArkitError, Capture, read_capture, write_capture
 from .face import capture_of_states, decode_capture
@@ -72,7 +76,7 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     actions = parts.part_actions(part)  # checks the part
     if not actions and part != "neck":

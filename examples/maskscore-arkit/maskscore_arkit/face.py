@@ -19,7 +19,7 @@ import attrs
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from maskscore_core.records import Decoded
+from maskscore_core.plugin.records import Decoded
 
 from .capture import BLENDSHAPES, Capture
 
@@ -49,7 +49,7 @@ def _neck(pose: np.ndarray, body) -> Rotation:
 def capture_of_states(states, fps: float) -> Capture:
     """The capture of body states: their actions, the head's orientation through the neck, and
     the gaze actions as eye angles."""
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
     from maskscore_core.speech import agreement
 
     body = get_body_model()
@@ -66,7 +66,7 @@ def capture_of_states(states, fps: float) -> Capture:
 def states_on_body(capture: Capture, body_states) -> list:
     """The capture's frames on a body: each frame takes the body state at the same relative time
     (`body_states` resampled to the capture's length) with the capture's actions and head."""
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
 
     body = get_body_model()
     columns = _columns(body)
@@ -92,9 +92,9 @@ def sample_indices(frame_count: int, count: int) -> list[int]:
 def decode_capture(capture: Capture, instance, ctx) -> Decoded:
     """The capture on frame A's body: sampled frames' meshes, the middle frame's mesh, and the
     edited part's actions over the whole capture (None for parts without actions)."""
-    from maskscore_core import parts
-    from maskscore_core.body import get_body_model
-    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.body import parts
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     states = states_on_body(capture, instance.a.states)
     count = int((ctx.config if ctx is not None else {}).get("arkit_frames", SAMPLED_FRAMES))

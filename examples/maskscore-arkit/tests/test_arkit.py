@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.contract import ModalityContract
-from maskscore_core.records import Asset
-from maskscore_core.testing import face_state, unit_instance
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.contract import ModalityContract
+from maskscore_core.plugin.records import Asset
+from maskscore_core.plugin.testing import face_state, unit_instance
 from maskscore_arkit.capture import BLENDSHAPES, HEADER, ArkitError, Capture, read_capture, write_capture
 
 MODALITY = "arkit"
@@ -66,7 +66,7 @@ def test_the_header_is_live_link_faces():
     assert len(BLENDSHAPES) == 52 and len(set(BLENDSHAPES)) == 52
     assert HEADER[:3] == ("Timecode", "BlendShapeCount", "EyeBlinkLeft") and HEADER[-1] == "RightEyeRoll"
     assert HEADER[2 + 52 : 2 + 52 + 3] == ("HeadYaw", "HeadPitch", "HeadRoll") and len(HEADER) == 2 + 61
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
     from maskscore_arkit.face import action_name
 
     assert sorted(action_name(b) for b in BLENDSHAPES) == sorted(get_body_model().action_names)
@@ -91,7 +91,7 @@ def test_csv_round_trip_is_exact_and_columns_are_found_by_name(tmp_path):
 
 def test_blendshapes_and_head_reach_the_mesh(ctx):
     """jawOpen opens the jaw on the mesh; a head yaw turns the head and not the legs."""
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
     from maskscore_arkit.face import states_on_body
 
     body = get_body_model()
@@ -117,7 +117,7 @@ def test_encode_then_decode_keeps_the_head_and_the_actions(ctx):
     """A state's head orientation (through the neck) and actions survive capture and decoding."""
     import attrs
 
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
     from maskscore_arkit.face import capture_of_states, states_on_body
 
     body = get_body_model()
@@ -131,7 +131,7 @@ def test_encode_then_decode_keeps_the_head_and_the_actions(ctx):
 
 
 def test_parts_without_actions_or_head_are_refused(ctx):
-    from maskscore_core.parts import PartError
+    from maskscore_core.body.parts import PartError
 
     assert plugins.call("mask_part", MODALITY, modality=MODALITY, part="neck", ctx=ctx).native["head"]
     with pytest.raises(PartError, match="neither"):
@@ -150,7 +150,7 @@ def test_maskscore_score_reads_captures_by_their_suffix(tmp_path):
     from click.testing import CliRunner
 
     from maskscore_core.cli import main
-    from maskscore_core.testing import small_context
+    from maskscore_core.plugin.testing import small_context
 
     ctx = small_context(tmp_path, views=2, resolution=32)
     m = plugins.modality(MODALITY)

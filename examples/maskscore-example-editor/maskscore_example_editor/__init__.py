@@ -13,10 +13,12 @@ import hashlib
 import attrs
 import numpy as np
 
-from maskscore_core import Editor, hookimpl, plugins
-from maskscore_core.body import get_body_model
-from maskscore_core.parts import part_actions
-from maskscore_core.records import Candidate, Target
+from maskscore_core import Editor, hookimpl
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.body.parts import part_actions
+from maskscore_core.plugin.records import Candidate, Target
 
 EDITOR = "part-transfer"
 STRENGTHS = (1.0, 0.6, 0.3)

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 @pytest.fixture(autouse=True)
 def _example_and_mesh_only(monkeypatch):
     import maskscore_example_editor
-    from maskscore_core import plugins
+    from maskscore_core.plugin import manager as plugins
 
     monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", "maskscore-mesh,maskscore-example-editor")
     plugins.reset()
@@ -27,6 +27,6 @@ def _example_and_mesh_only(monkeypatch):
 
 @pytest.fixture
 def ctx(tmp_path):
-    from maskscore_core.context import Context
+    from maskscore_core.plugin.context import Context
 
     return Context(workdir=tmp_path, seed=0, config={"views": 4, "resolution": 96})

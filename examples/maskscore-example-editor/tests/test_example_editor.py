@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.body import get_body_model
-from maskscore_core.records import BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.records import BodyState, EditInstance, EditInstruction, Subject, Target
 
 
 def _instance() -> EditInstance:

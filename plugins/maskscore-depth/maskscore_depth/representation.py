@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from maskscore_core.reward_tables import view_config
-from maskscore_core.records import Asset, Decoded, Target
-from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.dataset.reward_tables import view_config
+from maskscore_core.plugin.records import Asset, Decoded, Target
+from maskscore_core.body.reference_mesh import get_reference_mesh
 
 MODALITY = "depth"
 SUFFIX = ".exr"
@@ -52,8 +52,8 @@ def check(depth, ctx, what: str = "depth") -> np.ndarray:
 def render_depth(target: Target, ctx) -> np.ndarray:
     """The depth channel of the Mitsuba render of the target's reference mesh, every view, framed
     on its subject's head at rest (`views.subject_framing`), as render-and-compare frames a row."""
-    from maskscore_core.render import get_renderer
-    from maskscore_core.views import subject_framing
+    from maskscore_core.metric.render import get_renderer
+    from maskscore_core.metric.views import subject_framing
 
     state = target.state
     vertices = subject_framing(state.phenotype).apply(get_reference_mesh().vertices([state])[0])
@@ -105,6 +105,6 @@ def read(path: Path, ctx) -> np.ndarray:
 def mask(part: str) -> np.ndarray:
     """(F,) bool over reference-mesh faces: a depth pixel shows the part where the render's face
     id falls in this mask (`parts.pixel_mask` applies it to a render)."""
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     return parts.part_face_mask(part)

@@ -50,17 +50,17 @@ def frontal_view(resolution: int, target="head"):
     """The one frontal camera the anchors (and the image modality's frames) are rendered from:
     Hammersley sample 0 of 1 with u offset 0.5 sits at yaw 0, pitch 0 (as the video frames);
     `target` the point it looks at (default: the default subject's head)."""
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.metric.views import ViewConfig
 
     return ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0), target=target)
 
 
 def compute(detector=None) -> MeshAnchors:
     """Render the neutral default subject, detect its face, cast the rays (module docstring)."""
-    from maskscore_core import appearance
-    from maskscore_core.records import Appearance, BodyState
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render import get_renderer
+    from maskscore_core.metric import appearance
+    from maskscore_core.plugin.records import Appearance, BodyState
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
 
     from .detector import FaceMeshDetector
 
@@ -96,11 +96,11 @@ def measure_response(anchors: MeshAnchors, detector=None) -> MeshAnchors:
     import attrs
     import numpy as np
 
-    from maskscore_core import appearance
-    from maskscore_core.body import get_body_model
-    from maskscore_core.records import Appearance, BodyState
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render import get_renderer
+    from maskscore_core.metric import appearance
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.plugin.records import Appearance, BodyState
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
     from maskscore_core.trials import landmark_fit as lf
 
     from .detector import FaceMeshDetector

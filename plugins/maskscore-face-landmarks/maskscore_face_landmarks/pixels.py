@@ -21,7 +21,7 @@ import threading
 import attrs
 import numpy as np
 
-from maskscore_core.records import Appearance, BodyState
+from maskscore_core.plugin.records import Appearance, BodyState
 from maskscore_core.trials import landmark_fit as lf
 
 from .anchors import frontal_view
@@ -43,7 +43,7 @@ FACE_CENTRE_BELOW_EYES_M = 0.04  # from the eyes' centre down to the middle of b
 
 @functools.cache
 def _face_centre(phenotype: tuple) -> tuple[float, float, float]:
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
 
     body = get_body_model()
     bones = body.forward([BodyState(phenotype=dict(phenotype))])["bone_poses"][0]
@@ -61,9 +61,9 @@ def camera_target(state: BodyState, subject_framed: bool = True):
 def picture(state: BodyState, resolution: int, subject_framed: bool = True) -> np.ndarray:
     """(H, W, 3) uint8 picture of `state` from the frontal camera, shaded with its look (the
     default look when it has none: the detector needs skin-like shading)."""
-    from maskscore_core import appearance
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render import get_renderer
+    from maskscore_core.metric import appearance
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
 
     vertices = get_reference_mesh().vertices([state])[0]
     result = get_renderer(frontal_view(resolution, camera_target(state, subject_framed))).render(vertices)
@@ -73,7 +73,7 @@ def picture(state: BodyState, resolution: int, subject_framed: bool = True) -> n
 @functools.cache
 def frame_camera(resolution: int, target="head") -> tuple[lf.ViewCamera, np.ndarray]:
     """The frontal camera looking at `target` as a fit view, and its centre (the rig origin)."""
-    from maskscore_core.views import camera_poses
+    from maskscore_core.metric.views import camera_poses
 
     config = frontal_view(resolution, target)
     pose = camera_poses(config)[0]

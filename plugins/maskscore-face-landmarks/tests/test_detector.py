@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core.records import BodyState
+from maskscore_core.plugin.records import BodyState
 from maskscore_core.trials import landmark_fit as lf
 from maskscore_core.trials import speakingfaces as sf
 from maskscore_face_landmarks import FaceMeshDetector, anchors
@@ -52,7 +52,7 @@ def test_the_installed_detector_fills_the_speakingfaces_slot():
 def test_committed_anchors_agree_with_a_fresh_ray_cast(detector):
     """The anchors are computed once and committed; computing them again (render, detect, cast)
     puts every point within 2 mm of the committed one on the neutral mesh (mean under 0.5 mm)."""
-    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     committed, fresh = anchors.load(), anchors.compute(detector)
     assert committed.names == fresh.names and np.array_equal(committed.landmark_index, fresh.landmark_index)

@@ -5,9 +5,9 @@ hooks; the work lives in the modules."""
 from pathlib import Path
 
 from maskscore_core import Column, Modality, hookimpl
-from maskscore_core.records import Asset, PartMask
-from maskscore_core.registration import CONDITIONING_IMAGE
-from maskscore_core.reward_tables import conditioning_image, make_row, relative_to_root
+from maskscore_core.plugin.records import Asset, PartMask
+from maskscore_core.plugin.registration import CONDITIONING_IMAGE
+from maskscore_core.dataset.reward_tables import conditioning_image, make_row, relative_to_root
 
 from . import representation
 from .decode import decode_frames
@@ -83,7 +83,7 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core import parts
+    from maskscore_core.body import parts
     from maskscore_face_landmarks.anchors import GROUPS
 
     parts.check_active(part)

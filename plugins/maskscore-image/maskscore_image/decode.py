@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 
-from maskscore_core.records import Decoded
+from maskscore_core.plugin.records import Decoded
 
 from .representation import as_rgb
 
@@ -35,7 +35,7 @@ def fit_frames(frames, instance, names=None):
 
 def decode_frames(frames, instance, ctx=None, names=None) -> list[Decoded]:
     """The reference mesh each frame shows (module docstring)."""
-    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     fits = fit_frames(frames, instance, names)
     reference = get_reference_mesh()

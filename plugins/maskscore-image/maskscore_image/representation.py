@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from maskscore_core import reward_tables
+from maskscore_core.dataset import reward_tables
 
 MODALITY = "image"
 SUFFIXES = (".png", ".jpg", ".jpeg")

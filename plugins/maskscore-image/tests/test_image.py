@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.body import get_body_model
-from maskscore_core.contract import ModalityContract
-from maskscore_core.parts import PartError
-from maskscore_core.records import Asset
-from maskscore_core.testing import face_state, unit_instance
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.contract import ModalityContract
+from maskscore_core.body.parts import PartError
+from maskscore_core.plugin.records import Asset
+from maskscore_core.plugin.testing import face_state, unit_instance
 
 MODALITY = "image"
 

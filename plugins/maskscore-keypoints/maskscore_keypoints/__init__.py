@@ -2,9 +2,11 @@
 
 from pathlib import Path
 
-from maskscore_core import Column, Modality, edits, hookimpl, vocab
-from maskscore_core.records import PartMask
-from maskscore_core.registration import CONDITIONING_IMAGE
+from maskscore_core import Column, Modality, hookimpl, vocab
+
+from maskscore_core.edits import instances as edits
+from maskscore_core.plugin.records import PartMask
+from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
 from . import keypoint_set, representation, table
 
@@ -54,7 +56,7 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     native = representation.mask(part)  # names parts no keypoint lies on
     return PartMask(region=parts.region_vertex_ids(part), native=native)

@@ -54,7 +54,7 @@ class KeypointSet:
 
     def positions(self, vertices: np.ndarray) -> np.ndarray:
         """(K, 3) xyz of every keypoint on a reference mesh with these vertices."""
-        from maskscore_core.reference_mesh import get_reference_mesh
+        from maskscore_core.body.reference_mesh import get_reference_mesh
 
         corners = vertices[get_reference_mesh().faces[self.faces]]  # (K, 3 corners, 3)
         return np.einsum("kc,kcd->kd", self.barycentric, corners)
@@ -88,9 +88,9 @@ def _sample_part(part_index: int, faces: np.ndarray, areas: np.ndarray) -> tuple
 @functools.cache
 def get_keypoint_set() -> KeypointSet:
     """The project's keypoint set (built once per process; deterministic)."""
-    from maskscore_core import parts
-    from maskscore_core.records import BodyState
-    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.body import parts
+    from maskscore_core.plugin.records import BodyState
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     reference = get_reference_mesh()
     vertices = reference.vertices([BodyState()])[0]

@@ -17,8 +17,8 @@ import hashlib
 import numpy as np
 
 from maskscore_core import vocab
-from maskscore_core.records import Asset, Decoded, EditInstance, Target
-from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.plugin.records import Asset, Decoded, EditInstance, Target
+from maskscore_core.body.reference_mesh import get_reference_mesh
 
 from . import deform
 from .keypoint_set import get_keypoint_set
@@ -102,7 +102,7 @@ def decode(asset: Asset, instance: EditInstance) -> Decoded:
 
 def mask(part: str) -> np.ndarray:
     """Indices of the keypoints on `part`; a clear error for parts that carry none."""
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     vocab.check_part(part)
     ids = get_keypoint_set().ids(part)

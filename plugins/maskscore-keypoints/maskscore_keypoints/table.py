@@ -1,13 +1,13 @@
 """The keypoints reward table (docs/design.md's KeypointEditReward columns).
 
 Keypoints are stored in the table itself (lists of floats); the conditioning image is a file under the
-dataset root. Row layout and checks are the core's (`maskscore_core.reward_tables`).
+dataset root. Row layout and checks are the core's (`maskscore_core.dataset.reward_tables`).
 """
 
 from __future__ import annotations
 
-from maskscore_core.records import EditInstance
-from maskscore_core.reward_tables import conditioning_image, make_row
+from maskscore_core.plugin.records import EditInstance
+from maskscore_core.dataset.reward_tables import conditioning_image, make_row
 
 from .representation import to_column
 

@@ -8,11 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from maskscore_core import plugins, vocab
-from maskscore_core.contract import ModalityContract
-from maskscore_core.records import Asset, BodyState, Target
-from maskscore_core.reference_mesh import get_reference_mesh
-from maskscore_core.testing import face_state, unit_instance
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.contract import ModalityContract
+from maskscore_core.plugin.records import Asset, BodyState, Target
+from maskscore_core.body.reference_mesh import get_reference_mesh
+from maskscore_core.plugin.testing import face_state, unit_instance
 
 MODALITY = "keypoints"
 
@@ -49,7 +51,7 @@ def _keypoint_set():
 
 
 def test_keypoint_set_is_fixed_and_on_every_part():
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     keypoints = _keypoint_set()
     assert set(keypoints.parts) == set(vocab.ACTIVE_FACE_PARTS + vocab.ACCESSORY_PARTS)
@@ -101,7 +103,7 @@ def test_column_round_trip_and_sidecar(ctx, tmp_path):
 
 
 def test_nan_keypoints_and_unknown_parts_are_named(ctx):
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     instance = _instance()
     asset = plugins.call("encode", MODALITY, modality=MODALITY, target=instance.a, ctx=ctx)

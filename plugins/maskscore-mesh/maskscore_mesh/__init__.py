@@ -2,9 +2,11 @@
 
 from pathlib import Path
 
-from maskscore_core import Column, Modality, edits, hookimpl
-from maskscore_core.records import Asset, PartMask
-from maskscore_core.registration import CONDITIONING_IMAGE
+from maskscore_core import Column, Modality, hookimpl
+
+from maskscore_core.edits import instances as edits
+from maskscore_core.plugin.records import Asset, PartMask
+from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
 from . import representation, table
 
@@ -59,6 +61,6 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     return PartMask(region=parts.region_vertex_ids(part), native=parts.part_vertex_ids(part))

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from maskscore_core import appearance, meshio
-from maskscore_core.records import Appearance, Asset, Decoded, Target, converter
-from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.metric import appearance
+
+from maskscore_core.body import meshio
+from maskscore_core.plugin.records import Appearance, Asset, Decoded, Target, converter
+from maskscore_core.body.reference_mesh import get_reference_mesh
 
 MODALITY = "mesh"
 SUFFIX = ".glb"

@@ -4,8 +4,10 @@ object and two hooks; the work lives in the modules."""
 
 from pathlib import Path
 
-from maskscore_core import Column, Modality, edits, hookimpl
-from maskscore_core.records import Asset, PartMask
+from maskscore_core import Column, Modality, hookimpl
+
+from maskscore_core.edits import instances as edits
+from maskscore_core.plugin.records import Asset, PartMask
 
 from .representation import (
     MODALITY,
@@ -69,7 +71,7 @@ def decode_to_mesh(asset, instance, ctx):
 @hookimpl
 def mask_part(modality, part, ctx):
     # Every path meets on the mesh, so the multimodal mask is the part's reference-mesh vertices.
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     parts.check_active(part)
     return PartMask(region=parts.region_vertex_ids(part), native=parts.part_vertex_ids(part))

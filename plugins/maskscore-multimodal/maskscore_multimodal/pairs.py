@@ -39,8 +39,10 @@ import hashlib
 
 import attrs
 
-from maskscore_core import edits, vocab
-from maskscore_core.records import EditInstance
+from maskscore_core import vocab
+
+from maskscore_core.edits import instances as edits
+from maskscore_core.plugin.records import EditInstance
 
 # The design's derivation paths (docs/design.md) that have a decoder to the mesh. "image" is not among them: turning
 # pixels back into a mesh needs an image fitter, which MaskScore does not have (README.md).
@@ -99,7 +101,7 @@ def carries(path: str, part: str) -> bool:
 def scorable_output(path: str, part: str) -> bool:
     """Whether render-and-compare can judge `path`'s candidates of `part` (module docstring):
     not a render-space path (depth maps) for a part whose edit carries the head."""
-    from maskscore_core.render_compare import NO_ALIGN_PARTS
+    from maskscore_core.metric.render_compare import NO_ALIGN_PARTS
 
     return not (path in RENDER_SPACE_PATHS and part in NO_ALIGN_PARTS)
 

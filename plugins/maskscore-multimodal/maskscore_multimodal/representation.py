@@ -18,10 +18,12 @@ from pathlib import Path
 
 import attrs
 
-from maskscore_core import plugins, reward_tables
-from maskscore_core.manifest import read_manifest
-from maskscore_core.reward_tables import relative_to_root  # noqa: F401 - the plugin writes table paths with it
-from maskscore_core.records import Asset, Decoded, EditInstance, Target, converter
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import reward_tables
+from maskscore_core.dataset.asset_manifest import read_manifest
+from maskscore_core.dataset.reward_tables import relative_to_root  # noqa: F401 - the plugin writes table paths with it
+from maskscore_core.plugin.records import Asset, Decoded, EditInstance, Target, converter
 
 from .pairs import PATHS, choose_pair
 

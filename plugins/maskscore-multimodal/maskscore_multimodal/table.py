@@ -7,8 +7,8 @@ the output modality), so the files a row names are exactly what was scored.
 
 from __future__ import annotations
 
-from maskscore_core.records import EditInstance
-from maskscore_core.reward_tables import make_row
+from maskscore_core.plugin.records import EditInstance
+from maskscore_core.dataset.reward_tables import make_row
 
 from .pairs import choose_pair
 from .representation import realise_folder, resolve

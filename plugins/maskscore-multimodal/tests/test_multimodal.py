@@ -9,9 +9,11 @@ import attrs
 import numpy as np
 import pytest
 
-from maskscore_core import plugins, schemas
-from maskscore_core.contract import ModalityContract
-from maskscore_core.testing import face_state, misordered_pairs, unit_instance
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import schemas
+from maskscore_core.plugin.contract import ModalityContract
+from maskscore_core.plugin.testing import face_state, misordered_pairs, unit_instance
 from maskscore_multimodal.pairs import OUTPUT_PATHS, Pair, choose_pair, eligible_pairs
 
 MODALITY = "multimodal"
@@ -158,7 +160,7 @@ def _ladder_scores(instance, ctx):
 
 
 def _instances(built_in_trials, count):
-    from maskscore_core.edits import make_instances
+    from maskscore_core.edits.instances import make_instances
 
     return make_instances(built_in_trials, MODALITY, np.random.default_rng(0), count)
 

@@ -6,7 +6,7 @@ as the reward). docs/loop.md describes the whole loop.
 """
 
 from maskscore_core import hookimpl
-from maskscore_core.registration import Editor, Trainer
+from maskscore_core.plugin.registration import Editor, Trainer
 
 EDITOR = "native-flow"
 

@@ -15,7 +15,7 @@ import attrs
 import numpy as np
 import torch
 
-from maskscore_core import plugins
+from maskscore_core.plugin import manager as plugins
 from maskscore_core.dataset.splits import trials_for_split
 
 from . import params

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from maskscore_core import plugins
-from maskscore_core.records import Candidate, Target
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.records import Candidate, Target
 
 from . import flow, params
 from .model import load

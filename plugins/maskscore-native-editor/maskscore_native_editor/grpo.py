@@ -27,7 +27,7 @@ import torch
 from tqdm import tqdm
 
 from maskscore_core import checkpoints
-from maskscore_core.context import Context
+from maskscore_core.plugin.context import Context
 
 from . import data, editor, flow, heldout
 from .model import load, save

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from maskscore_core import plugins
-from maskscore_core.context import Context
-from maskscore_core.records import Candidate, Target
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.records import Candidate, Target
 
 from . import editor, params
 

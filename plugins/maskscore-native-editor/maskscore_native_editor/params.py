@@ -2,7 +2,7 @@
 
 Layout (`DIM` = 295 floats): SOMA pose 78 x 3 axis-angle, root translation 3, the 52 facial
 actions, the 6 phenotype values (`trials.subjects.PHENOTYPE_RANGES` order). A part's mask covers
-its facial actions and the rotations of its own SOMA bones (`maskscore_core.parts`), the very
+its facial actions and the rotations of its own SOMA bones (`maskscore_core.body.parts`), the very
 values the frame-pair ladder moves for the part (`ladder.apply_part`). Parts edited by a
 regional scale or an accessory, and the appearance task types, are outside this space: the
 editor refuses them with `ParamError`.
@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 
 from maskscore_core import vocab
-from maskscore_core.records import FACIAL_ACTIONS, SOMA_BONES, BodyState
+from maskscore_core.plugin.records import FACIAL_ACTIONS, SOMA_BONES, BodyState
 from maskscore_core.trials.subjects import PHENOTYPE_RANGES
 
 PHENOTYPE_KEYS: tuple[str, ...] = tuple(PHENOTYPE_RANGES)
@@ -57,7 +57,7 @@ def to_state(vector: np.ndarray, like: BodyState) -> BodyState:
 @functools.cache
 def editable_parts() -> tuple[str, ...]:
     """Active face parts with facial actions or SOMA bones of their own."""
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     return tuple(p for p in vocab.ACTIVE_FACE_PARTS if parts.part_actions(p) or parts.part_bones(p))
 
@@ -65,8 +65,8 @@ def editable_parts() -> tuple[str, ...]:
 @functools.cache
 def part_mask(part: str) -> np.ndarray:
     """(DIM,) float64 0/1 mask of the values that belong to `part` (read-only)."""
-    from maskscore_core import parts
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body import parts
+    from maskscore_core.body.anny_model import get_body_model
 
     if part not in editable_parts():
         raise ParamError(
@@ -87,7 +87,7 @@ def part_mask(part: str) -> np.ndarray:
 def check_instance(instance) -> None:
     """ParamError unless the instance's edit lives in this space (a part of `editable_parts`, a
     geometric task type)."""
-    from maskscore_core.edits import APPEARANCE_TASK_TYPES
+    from maskscore_core.edits.instances import APPEARANCE_TASK_TYPES
 
     task = instance.instruction.task_type
     if task in APPEARANCE_TASK_TYPES:

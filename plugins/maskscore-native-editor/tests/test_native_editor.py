@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from maskscore_core import plugins
-from maskscore_core.records import BodyState
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.records import BodyState
 from maskscore_native_editor import flow, params
 from maskscore_native_editor.model import Denoiser
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from maskscore_core.records import SOMA_BONES, Asset, BodyState, Decoded, EditInstance, Target
-from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.plugin.records import SOMA_BONES, Asset, BodyState, Decoded, EditInstance, Target
+from maskscore_core.body.reference_mesh import get_reference_mesh
 
 from . import face_bones
 
@@ -59,7 +59,7 @@ def check(values, what: str = "pose") -> np.ndarray:
 
 def encode(target: Target) -> Asset:
     """The bones of the target's representative frame, face bones carrying jaw and gaze."""
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
 
     state = target.state
     pose = face_bones.to_bones(state.pose, state.expression, get_body_model())
@@ -69,7 +69,7 @@ def encode(target: Target) -> Asset:
 
 def apply_to_frame_a(vector: np.ndarray, instance: EditInstance) -> BodyState:
     """Frame A's body state with its bones replaced by `vector` (face bones read into actions)."""
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
 
     vector = check(vector)
     pose, expression = face_bones.to_actions(vector[:-3].reshape(SOMA_BONES, 3), instance.a.state.expression, get_body_model())
@@ -90,8 +90,8 @@ def to_column(vector: np.ndarray) -> list[float]:
 def mask(part: str) -> dict:
     """The part's bones (its SOMA bones and the face bones carrying its actions), their indices
     in the pose vector, and the part's facial actions (those no bone carries come from frame A)."""
-    from maskscore_core import parts
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body import parts
+    from maskscore_core.body.anny_model import get_body_model
 
     body = get_body_model()
     actions = tuple(parts.part_actions(part))

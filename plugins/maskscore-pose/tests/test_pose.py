@@ -6,11 +6,11 @@ import attrs
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.body import get_body_model
-from maskscore_core.contract import ModalityContract
-from maskscore_core.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
-from maskscore_core.reference_mesh import get_reference_mesh
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.contract import ModalityContract
+from maskscore_core.plugin.records import Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.body.reference_mesh import get_reference_mesh
 
 MODALITY = "pose"
 

@@ -2,14 +2,14 @@
 
 Each candidate is a seeded generation. The text modality decodes a candidate to the mouth motion
 its words imply; outputs it cannot decode (no words, words it cannot pronounce) are recorded, not
-scored (`maskscore_core.model_editors`).
+scored (`maskscore_core.plugin.model_editors`).
 """
 
 from __future__ import annotations
 
-from maskscore_core import model_editors
-from maskscore_core.model_editors import EditError
-from maskscore_core.records import Candidate
+from maskscore_core.plugin import model_editors
+from maskscore_core.plugin.model_editors import EditError
+from maskscore_core.plugin.records import Candidate
 
 from . import model
 

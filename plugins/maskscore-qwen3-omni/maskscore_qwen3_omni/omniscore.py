@@ -16,8 +16,10 @@ import math
 
 import numpy as np
 
-from maskscore_core import plugins, vocab
-from maskscore_core.records import CandidateScore
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.records import CandidateScore
 
 from . import model
 
@@ -88,8 +90,8 @@ def content_of(asset, instance, ctx, which: str) -> list:
     if decoded.depth is not None and decoded.vertices is None:
         pictures = _depth_pictures(decoded.depth)
     else:
-        from maskscore_core.render import get_renderer
-        from maskscore_core.views import ViewConfig
+        from maskscore_core.metric.render import get_renderer
+        from maskscore_core.metric.views import ViewConfig
 
         vertices = decoded.vertices if decoded.vertices is not None else decoded.frames[len(decoded.frames) // 2]
         config = ViewConfig(count=int(ctx.config.get("views", 8)), resolution=int(ctx.config.get("resolution", 256)))

@@ -5,7 +5,7 @@ frame A and the asked edit) and its trainer `reward-model` (`maskscore train rew
 """
 
 from maskscore_core import hookimpl
-from maskscore_core.registration import Scorer, Trainer
+from maskscore_core.plugin.registration import Scorer, Trainer
 
 NAME = "reward-model"
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from maskscore_core import plugins, vocab
-from maskscore_core.records import SOMA_BONES
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.records import SOMA_BONES
 
 MODALITY = "pose"
 POSE_LENGTH = SOMA_BONES * 3 + 3
@@ -51,7 +53,7 @@ class References:
 
 
 def references(instance, ctx) -> References:
-    from maskscore_core.ladder import ideal_edit
+    from maskscore_core.edits.ladder import ideal_edit
 
     if instance.instruction.modality != MODALITY:
         raise FeatureError(f"the reward model scores {MODALITY} edits; this instance is a {instance.instruction.modality} edit")

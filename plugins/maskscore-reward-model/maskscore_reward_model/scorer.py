@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from maskscore_core.records import CandidateScore
+from maskscore_core.plugin.records import CandidateScore
 
 from . import features
 from .model import load

@@ -18,7 +18,7 @@ import torch
 from tqdm import tqdm
 
 from maskscore_core import checkpoints, vocab
-from maskscore_core.context import Context
+from maskscore_core.plugin.context import Context
 from maskscore_core.dataset import reader
 
 from . import features

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.context import Context
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import Context
 from maskscore_reward_model import features, scorer
 
 

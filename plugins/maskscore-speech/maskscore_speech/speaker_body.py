@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 
-from maskscore_core.records import EditInstance, Target
+from maskscore_core.plugin.records import EditInstance, Target
 from maskscore_core.speech.speakers import identify
 from maskscore_core.speech.spoken_mesh import neutral_body
 from maskscore_core.speech.voiceprint import Voiceprint, VoiceprintError, voiceprint
@@ -30,7 +30,7 @@ ENROLMENT_TEXT = "what is the weather in boston tomorrow"
 
 @functools.lru_cache(maxsize=256)
 def _spoken_voiceprint(transcript: str, voice: str) -> Voiceprint:
-    from maskscore_core.records import Subject
+    from maskscore_core.plugin.records import Subject
 
     from .representation import synthesize
 

@@ -1,15 +1,15 @@
 """The SpeechEditReward row (docs/design.md's columns, in order; see schemas/SpeechEditReward.json),
 and where the speech files go: paths relative to the dataset root. Row layout, checks and paths
-are the core's (`maskscore_core.reward_tables`).
+are the core's (`maskscore_core.dataset.reward_tables`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from maskscore_core import reward_tables
-from maskscore_core.records import EditInstance
-from maskscore_core.reward_tables import conditioning_image, make_row, relative_to_root
+from maskscore_core.dataset import reward_tables
+from maskscore_core.plugin.records import EditInstance
+from maskscore_core.dataset.reward_tables import conditioning_image, make_row, relative_to_root
 
 from .representation import SpeechAssetError
 

@@ -6,10 +6,10 @@ import attrs
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.contract import SpokenModalityContract
-from maskscore_core.records import Asset, Subject, Target
-from maskscore_core.testing import misordered_pairs, speaking_instance
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.contract import SpokenModalityContract
+from maskscore_core.plugin.records import Asset, Subject, Target
+from maskscore_core.plugin.testing import misordered_pairs, speaking_instance
 
 MODALITY = "speech"
 

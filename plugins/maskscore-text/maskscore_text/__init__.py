@@ -4,8 +4,8 @@
 from pathlib import Path
 
 from maskscore_core import Column, Modality, hookimpl
-from maskscore_core.records import Asset, PartMask
-from maskscore_core.registration import CONDITIONING_IMAGE
+from maskscore_core.plugin.records import Asset, PartMask
+from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 from maskscore_core.speech.spoken_mesh import sampled_frame_count
 
 from .representation import LADDER_LEVELS, MODALITY, check_text, decode_target, decode_text, part_actions
@@ -57,7 +57,7 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     native = part_actions(part)  # a transcript moves only the mouth: other parts are refused
     return PartMask(region=parts.region_vertex_ids(part), native=native)

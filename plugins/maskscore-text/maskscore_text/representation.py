@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from maskscore_core.records import Decoded, EditInstance, Target
+from maskscore_core.plugin.records import Decoded, EditInstance, Target
 from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES, decode_activations, spoken_part_actions
 
 MODALITY = "text"

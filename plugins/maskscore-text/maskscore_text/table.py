@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from maskscore_core.records import EditInstance
-from maskscore_core.reward_tables import conditioning_image, make_row, relative_to_root
+from maskscore_core.plugin.records import EditInstance
+from maskscore_core.dataset.reward_tables import conditioning_image, make_row, relative_to_root
 
 from .representation import TextError, check_text
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskscore_core import plugins, reward_tables
-from maskscore_core.contract import SpokenModalityContract
-from maskscore_core.records import Asset
-from maskscore_core.testing import misordered_pairs, speaking_instance
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import reward_tables
+from maskscore_core.plugin.contract import SpokenModalityContract
+from maskscore_core.plugin.records import Asset
+from maskscore_core.plugin.testing import misordered_pairs, speaking_instance
 
 MODALITY = "text"
 

@@ -3,8 +3,10 @@ activation sequence (see README.md). The Modality object and two hooks; the work
 
 from pathlib import Path
 
-from maskscore_core import Column, Modality, edits, hookimpl
-from maskscore_core.records import Asset, Decoded, PartMask
+from maskscore_core import Column, Modality, hookimpl
+
+from maskscore_core.edits import instances as edits
+from maskscore_core.plugin.records import Asset, Decoded, PartMask
 
 from .representation import (
     DEFAULT_FRAME_RESOLUTION,
@@ -110,7 +112,7 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     parts.check_active(part)
     native = {"vertex_ids": parts.part_vertex_ids(part), "actions": tuple(parts.part_actions(part))}

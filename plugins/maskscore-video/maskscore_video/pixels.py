@@ -153,8 +153,8 @@ def _fitter():
     from .representation import frame_picture, frame_vertices
 
     def draw(state, resolution):
-        from maskscore_core import render
-        from maskscore_core.views import ViewConfig
+        from maskscore_core.metric import render
+        from maskscore_core.metric.views import ViewConfig
 
         renderer = render.get_renderer(ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0)))
         return frame_picture(renderer, state, frame_vertices([state])[0], resolution)

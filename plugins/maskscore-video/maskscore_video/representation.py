@@ -16,10 +16,10 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from maskscore_core import reward_tables
-from maskscore_core.manifest import read_manifest
-from maskscore_core.reward_tables import relative_to_root  # noqa: F401 - the plugin writes table paths with it
-from maskscore_core.records import BodyState, Target, converter
+from maskscore_core.dataset import reward_tables
+from maskscore_core.dataset.asset_manifest import read_manifest
+from maskscore_core.dataset.reward_tables import relative_to_root  # noqa: F401 - the plugin writes table paths with it
+from maskscore_core.plugin.records import BodyState, Target, converter
 
 FORMAT = "maskscore-video/1"
 FRAMES_FILE = "frames.json"
@@ -66,8 +66,8 @@ def part_activations(clip: Clip, part: str) -> np.ndarray | None:
     Restricting to the part keeps agreement about what the instruction asks for: a clip that
     changes the wrong part of the face must not agree better than one that changes the right one.
     """
-    from maskscore_core import parts
-    from maskscore_core.body import get_body_model
+    from maskscore_core.body import parts
+    from maskscore_core.body.anny_model import get_body_model
 
     names = parts.part_actions(part)
     if not names:
@@ -113,7 +113,7 @@ def frame_file(index: int) -> str:
 def frame_vertices(states) -> list[np.ndarray]:
     """Reference-mesh vertices of each state, evaluated one at a time: a frame's mesh is then
     bit-identical whichever clip (batch) it comes from."""
-    from maskscore_core.reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     reference = get_reference_mesh()
     return [reference.vertices([state])[0] for state in states]
@@ -123,7 +123,7 @@ def frame_picture(renderer, state: BodyState, vertices: np.ndarray, resolution: 
     """(H, W, 3) uint8 picture of one frame from the renderer's single frontal view: shaded with
     the frame's look (skin, light, backdrop: `appearance.shade`) when it has one, else the
     renderer's plain picture (one fixed light, skin colour)."""
-    from maskscore_core import appearance
+    from maskscore_core.metric import appearance
 
     if state.appearance is None:
         return renderer.render_rgb(vertices, resolution, resolution, view_index=0)
@@ -134,9 +134,9 @@ def write_clip(clip: Clip, folder: Path, resolution: int) -> None:
     """Render every frame to a PNG, write frames.json and the aligned audio."""
     import imageio.v3 as iio
 
-    from maskscore_core import render
+    from maskscore_core.metric import render
     from maskscore_core.speech.synthesis import synthesize
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.metric.views import ViewConfig
 
     folder.mkdir(parents=True, exist_ok=True)
     # One frontal camera: Hammersley sample 0 of 1 with offset u = 0.5 sits at yaw 0, pitch 0.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from maskscore_core.records import EditInstance
-from maskscore_core.reward_tables import make_row
+from maskscore_core.plugin.records import EditInstance
+from maskscore_core.dataset.reward_tables import make_row
 
 from .representation import AUDIO_FILE, VideoError, resolve
 

@@ -8,11 +8,11 @@ import shutil
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.contract import ModalityContract
-from maskscore_core.records import Asset
-from maskscore_core.reference_mesh import get_reference_mesh
-from maskscore_core.testing import face_state, unit_instance
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.contract import ModalityContract
+from maskscore_core.plugin.records import Asset
+from maskscore_core.body.reference_mesh import get_reference_mesh
+from maskscore_core.plugin.testing import face_state, unit_instance
 
 MODALITY = "video"
 
@@ -132,7 +132,7 @@ def test_bad_clips_and_parts_are_rejected(ctx):
 
 
 def test_mask_is_part_vertices_and_actions(ctx):
-    from maskscore_core import parts
+    from maskscore_core.body import parts
 
     mask = plugins.call("mask_part", MODALITY, modality=MODALITY, part="mouth", ctx=ctx).native
     np.testing.assert_array_equal(mask["vertex_ids"], parts.part_vertex_ids("mouth"))

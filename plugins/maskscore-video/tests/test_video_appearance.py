@@ -10,10 +10,16 @@ import attrs
 import numpy as np
 import pytest
 
-from maskscore_core import edits, plugins, schemas, vocab
-from maskscore_core.context import Context
-from maskscore_core.registration import tasks_of
-from maskscore_core.records import Appearance, Asset, BodyState, EditInstance, EditInstruction, Subject, Target
+from maskscore_core import vocab
+
+from maskscore_core.edits import instances as edits
+
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import schemas
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.registration import tasks_of
+from maskscore_core.plugin.records import Appearance, Asset, BodyState, EditInstance, EditInstruction, Subject, Target
 
 MODALITY = "video"
 

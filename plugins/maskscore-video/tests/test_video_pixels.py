@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from maskscore_core import plugins
-from maskscore_core.body import get_body_model
-from maskscore_core.records import BodyState
-from maskscore_core.testing import unit_instance
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.plugin.records import BodyState
+from maskscore_core.plugin.testing import unit_instance
 
 pytest.importorskip("maskscore_face_landmarks")
 
@@ -36,8 +36,8 @@ def _instance():
 @pytest.fixture(scope="module")
 def frames():
     """The clip's frames drawn as the video modality draws them (one frontal camera)."""
-    from maskscore_core import render
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.metric import render
+    from maskscore_core.metric.views import ViewConfig
     from maskscore_video.representation import frame_picture, frame_vertices
 
     renderer = render.get_renderer(ViewConfig(count=1, resolution=SIZE, offset=(0.5, 0.0)))

@@ -5,7 +5,7 @@ it: frame A's reference mesh rendered from the frontal camera the image modality
 each pixel whose triangle lies in the region, grown by a few pixels to cover the seam. Frame B's
 picture is the pipeline's reference image (the instruction asks to match it). Each candidate is a
 seeded pass; outputs the modality cannot decode are recorded, not scored
-(`maskscore_core.model_editors`).
+(`maskscore_core.plugin.model_editors`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,13 @@ import hashlib
 import attrs
 import numpy as np
 
-from maskscore_core import model_editors, parts, plugins
-from maskscore_core.model_editors import EditError
-from maskscore_core.records import Candidate
+from maskscore_core.plugin import model_editors
+
+from maskscore_core.body import parts
+
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.model_editors import EditError
+from maskscore_core.plugin.records import Candidate
 
 from . import pipeline, weights
 
@@ -50,8 +54,8 @@ def grow(mask: np.ndarray, pixels: int) -> np.ndarray:
 
 def part_pixels(modality: str, instance, resolution: int, ctx, margin: int) -> np.ndarray:
     """(H, W) bool: frame A's pixels of the part's region, as the image modality's camera sees them."""
-    from maskscore_core.reference_mesh import get_reference_mesh
-    from maskscore_core.render import get_renderer
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
     from maskscore_face_landmarks.anchors import frontal_view
     from maskscore_face_landmarks.pixels import camera_target
 
@@ -69,8 +73,8 @@ def part_pixels(modality: str, instance, resolution: int, ctx, margin: int) -> n
 def video_frames(instance, options) -> tuple[list[np.ndarray], np.ndarray, float, list[str]]:
     """Frame A's clip drawn as the video modality draws pixel clips (the frontal camera on the
     default head), `frames` of its frames evenly spaced; the part's pixels of each; their rate."""
-    from maskscore_core.render import get_renderer
-    from maskscore_core.views import ViewConfig
+    from maskscore_core.metric.render import get_renderer
+    from maskscore_core.metric.views import ViewConfig
     from maskscore_video.representation import frame_picture, frame_vertices, sample_indices
 
     states = instance.a.states

@@ -148,8 +148,8 @@ def default_target_point(target: str) -> tuple[float, float, float]:
     "head": midway between the SOMA `Head` bone (the skull base) and `HeadEnd` (its top), about
     (0, 0.62, 0.015) m. "body": the centre of the default mesh's bounding box.
     """
-    from .body import get_body_model
-    from .records import BodyState
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.plugin.records import BodyState
 
     body = get_body_model()
     out = body.forward([BodyState()])
@@ -238,7 +238,7 @@ class Framing:
 
 def _head_centre_and_size(anny_vertices: np.ndarray) -> tuple[np.ndarray, float]:
     """Mean and RMS radius of the vertices the head carries (skinning weight ~1 on the head)."""
-    from .body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
 
     weights = get_body_model().head_weights
     head = np.asarray(anny_vertices, dtype=np.float64)[: len(weights)][weights >= 0.999]
@@ -248,8 +248,8 @@ def _head_centre_and_size(anny_vertices: np.ndarray) -> tuple[np.ndarray, float]
 
 @functools.cache
 def _default_head() -> tuple[np.ndarray, float]:
-    from .records import BodyState
-    from .reference_mesh import get_reference_mesh
+    from maskscore_core.plugin.records import BodyState
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     return _head_centre_and_size(get_reference_mesh().anny_posed([BodyState()])["vertices"][0])
 
@@ -266,8 +266,8 @@ def framing_of(vertices: np.ndarray) -> Framing:
 
 @functools.lru_cache(maxsize=256)
 def _subject_framing(phenotype: tuple[tuple[str, float], ...]) -> Framing:
-    from .records import BodyState
-    from .reference_mesh import get_reference_mesh
+    from maskscore_core.plugin.records import BodyState
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     rest = get_reference_mesh().anny_posed([BodyState(phenotype=dict(phenotype))])["vertices"][0]
     return framing_of(rest)

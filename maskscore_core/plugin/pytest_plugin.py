@@ -10,9 +10,9 @@ Any test run in an environment holding MaskScore gets:
   `MASKSCORE_LOAD_PLUGINS`;
 - fixtures: `ctx` (a run context small enough for shared cores) and `built_in_trials` (the
   built-in ANNY source's trials that ladder tests draw their instances from);
-- parametrization of `maskscore_core.contract.ModalityContract`'s bad-file cases.
+- parametrization of `maskscore_core.plugin.contract.ModalityContract`'s bad-file cases.
 
-The contract itself is `maskscore_core.contract.ModalityContract`; docs/plugins.md shows its use.
+The contract itself is `maskscore_core.plugin.contract.ModalityContract`; docs/plugins.md shows its use.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def distributions_for(node) -> tuple[str, ...] | None:
 
 @pytest.fixture(autouse=True)
 def _maskscore_plugin_isolation(request, monkeypatch):
-    from maskscore_core import plugins
+    from maskscore_core.plugin import manager as plugins
 
     wanted = distributions_for(request.node)
     if wanted is not None:
@@ -70,7 +70,7 @@ def _maskscore_plugin_isolation(request, monkeypatch):
 @pytest.fixture
 def ctx(tmp_path):
     """A small run in the test's tmp_path: 4 views of 96 px and 48 px video frames."""
-    from maskscore_core.testing import small_context
+    from maskscore_core.plugin.testing import small_context
 
     return small_context(tmp_path)
 

@@ -15,8 +15,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from . import threads
-from .records import FACIAL_ACTIONS, SOMA_BONES, BodyState
+from maskscore_core import threads
+from maskscore_core.plugin.records import FACIAL_ACTIONS, SOMA_BONES, BodyState
 
 RIG = "soma"
 TOPOLOGY = "soma"

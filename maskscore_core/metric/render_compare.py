@@ -53,11 +53,15 @@ import attrs
 import numpy as np
 import torch
 
-from . import head_motion, threads, views
-from .image_metrics import SsimReference, masked_mean
-from .records import CandidateScore, Decoded
-from .render import RenderResult, get_renderer
-from .views import ViewConfig
+from maskscore_core import threads
+
+from maskscore_core.metric import head_motion
+
+from maskscore_core.metric import views
+from maskscore_core.metric.image_metrics import SsimReference, masked_mean
+from maskscore_core.plugin.records import CandidateScore, Decoded
+from maskscore_core.metric.render import RenderResult, get_renderer
+from maskscore_core.metric.views import ViewConfig
 
 # consistency: a distance equal to its scale scores exp(-1) = 0.37. instruction_following:
 # the scale turns d(A, B) into a unitless weight. The scales sit near the inside distance between
@@ -221,7 +225,7 @@ class RenderCompare:
 
     @property
     def lpips(self):
-        from .image_metrics import get_lpips
+        from maskscore_core.metric.image_metrics import get_lpips
 
         with self._lock:
             if self._lpips is None:
@@ -272,7 +276,7 @@ class RenderCompare:
         (`views.subject_framing`). `halfway` is the edit made half way (the scorer plugin passes
         the ladder's, `ladder.edit_fraction(instance, 0.5)`: an accessory half its size where it
         is worn, a look half mixed); by default frame A's and B's vertices averaged."""
-        from . import parts
+        from maskscore_core.body import parts
 
         parts.check_active(part)
         if not isinstance(ref_a, Decoded) or ref_a.vertices is None or not isinstance(ref_b, Decoded) or (
@@ -429,7 +433,7 @@ class RenderCompare:
             distances["consistency"]["lpips"] = max(0.0, lpips[1])
         _add_appearance(distances, prepared, cand, outside)
         if cand.activations is not None and prepared.b.activations is not None and "activation" in references[0]:
-            from .speech import agreement
+            from maskscore_core.speech import agreement
 
             distances["instruction_following"]["activation"] = float(
                 agreement.distance(np.asarray(cand.activations), np.asarray(prepared.b.activations))
@@ -441,7 +445,7 @@ def activation_references(activations_a, activations_b, halfway=None) -> tuple[f
     """d(A, B) and d(halfway, B) of (T, 52) face activation sequences; the halfway one defaults
     to A's and B's averaged (time-normalised to the longer one, as `speech.agreement.distance`
     compares them)."""
-    from .speech import agreement
+    from maskscore_core.speech import agreement
 
     a, b = np.asarray(activations_a, dtype=np.float64), np.asarray(activations_b, dtype=np.float64)
     if halfway is None:
@@ -501,7 +505,7 @@ def _masked_ssim_by_view(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> floa
     The same number (SSIM windows never cross views), but each call filters only that view's
     bounding box of the mask instead of the box spanning every view, which is 5-40x cheaper.
     """
-    from .image_metrics import masked_ssim
+    from maskscore_core.metric.image_metrics import masked_ssim
 
     total, count = 0.0, 0
     for view in np.flatnonzero(mask.any(axis=(1, 2))):
@@ -519,7 +523,7 @@ def _masked_mean(values: np.ndarray, mask: np.ndarray | None) -> float:
 
 
 def _lpips_images(normal_sets: list[np.ndarray]) -> torch.Tensor:
-    from .image_metrics import normals_to_images
+    from maskscore_core.metric.image_metrics import normals_to_images
 
     return normals_to_images(np.concatenate(normal_sets, axis=0))
 
@@ -541,7 +545,7 @@ def appearance_regions(prepared: PreparedReference, inside: np.ndarray, outside:
 def _appearance_reference(prepared: PreparedReference, middle: Side) -> None:
     """Frames A's and B's shaded pictures, B's change against A per pixel, d(A, B) and
     d(halfway, B) in the edited region, when both carry a look."""
-    from .appearance import shade
+    from maskscore_core.metric.appearance import shade
 
     look_a, look_b = prepared.a.appearance, prepared.b.appearance
     if look_a is None or look_b is None:
@@ -564,7 +568,7 @@ def _add_appearance(distances, prepared: PreparedReference, cand: Side, outside)
     `appearance.shade`) to both dimensions when the candidate and frames A and B all carry an
     appearance and the candidate was rendered from vertices; otherwise leave the geometric
     distances alone. Consistency counts, as for geometry, only the change beyond frame B's."""
-    from .appearance import shade
+    from maskscore_core.metric.appearance import shade
 
     if cand.appearance is None or cand.render is None or "appearance" not in prepared.b_change:
         return

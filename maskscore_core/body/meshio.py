@@ -39,7 +39,7 @@ def write_mesh(path: str | Path, vertices: np.ndarray, faces: np.ndarray | None 
     """Write reference-mesh vertices (and the reference faces unless `faces` is given)."""
     import trimesh
 
-    from .reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     path = Path(path)
     suffix = _format(path)
@@ -61,7 +61,7 @@ def read_vertices(path: str | Path) -> np.ndarray:
     """
     import trimesh
 
-    from .reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     path = Path(path)
     suffix = _format(path)
@@ -104,7 +104,7 @@ def _triangle_set(faces: np.ndarray) -> np.ndarray:
 def check_topology(faces: np.ndarray, vertex_count: int, what: str = "mesh") -> None:
     """MeshFileError unless `faces` are the reference's triangles for a mesh of `vertex_count`
     vertices (the full reference, or bare ANNY without accessory slots)."""
-    from .reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     reference = get_reference_mesh()
     expected = reference.faces if vertex_count == reference.vertex_count else reference.body.faces

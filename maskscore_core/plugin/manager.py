@@ -1,7 +1,7 @@
 """The plugin manager and the registry: who provides which modality, editor, scorer and source.
 
 Plugins are the core's built-ins plus entry points of group `maskscore`, loaded once. Each one
-registers named objects (`register_modalities(register)` ...; `maskscore_core.registration`),
+registers named objects (`register_modalities(register)` ...; `maskscore_core.plugin.registration`),
 and the core calls an operation hook (`extract`, `edit`, `decode_to_mesh`, `mask_part`,
 `score`) only on the plugin that registered the name asked for: an implementation never
 answers for a name it did not register.
@@ -25,8 +25,12 @@ from typing import Any
 import attrs
 import pluggy
 
-from . import hookspecs, registration, vocab
-from .records import PluginInfo
+from maskscore_core import vocab
+
+from maskscore_core.plugin import hookspecs
+
+from maskscore_core.plugin import registration
+from maskscore_core.plugin.records import PluginInfo
 
 ENTRY_POINT_GROUP = "maskscore"
 

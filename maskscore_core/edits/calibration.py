@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .records import BodyState
-from .reference_mesh import get_reference_mesh
-from .trials.clips import ARM_DROP_RAD
+from maskscore_core.plugin.records import BodyState
+from maskscore_core.body.reference_mesh import get_reference_mesh
+from maskscore_core.trials.clips import ARM_DROP_RAD
 
 # part -> (its edit at full strength, another part's edit), like the built-in source's edits
 # (trials.clips, edits.ACTION_DELTA): "bone:<bone>:<axis>" turns a SOMA bone, "scale:<part>"

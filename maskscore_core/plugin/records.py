@@ -12,7 +12,7 @@ import attrs
 import cattrs
 import numpy as np
 
-from . import vocab
+from maskscore_core import vocab
 
 converter = cattrs.Converter()
 converter.register_unstructure_hook(np.ndarray, lambda a: a.tolist())
@@ -51,7 +51,7 @@ class PluginInfo:
 
 # ---------------------------------------------------------------------------------------------
 # Appearance: what a body looks like beyond its shape (the design's lighting_change, skin_tone and
-# background_change). maskscore_core.appearance turns it into a shaded picture.
+# background_change). maskscore_core.metric.appearance turns it into a shaded picture.
 
 MAX_LIGHT_INTENSITY = 4.0
 
@@ -277,7 +277,7 @@ class Decoded:
     activations: np.ndarray | None = attrs.field(default=None, eq=False)
     frames: tuple[np.ndarray, ...] | None = attrs.field(default=None, eq=False)
     # The look of the mesh (albedo, light, backdrop) where the modality carries one; the metric
-    # then also compares shaded pictures (maskscore_core.appearance).
+    # then also compares shaded pictures (maskscore_core.metric.appearance).
     appearance: Appearance | None = attrs.field(default=None, eq=False)
 
 

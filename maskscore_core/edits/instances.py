@@ -5,7 +5,7 @@ match frame B"; frame A is the input, frame B the target, both of one subject. `
 writes the instruction with the modality's template and a task type consistent with the part.
 
 A part "really differs" between two body states when at least one of these holds
-(`part_change`), each measured only on the part (actions and bones from `maskscore_core.parts`):
+(`part_change`), each measured only on the part (actions and bones from `maskscore_core.body.parts`):
 
 - a facial action of the part moves by at least ACTION_DELTA (0.3, actions are in [0, 1]);
 - a bone of the part rotates by at least BONE_DELTA_RAD (0.05 rad, about 3 degrees);
@@ -37,9 +37,11 @@ import re
 
 import numpy as np
 
-from . import accessories, vocab
-from .registration import tasks_of
-from .records import BodyState, EditInstance, EditInstruction, Target, Trial
+from maskscore_core import vocab
+
+from maskscore_core.body import accessories
+from maskscore_core.plugin.registration import tasks_of
+from maskscore_core.plugin.records import BodyState, EditInstance, EditInstruction, Target, Trial
 
 ACTION_DELTA = 0.3
 BONE_DELTA_RAD = 0.05
@@ -121,7 +123,7 @@ def is_sequence(modality: str) -> bool:
 
 
 def _modality(name: str):
-    from . import plugins
+    from maskscore_core.plugin import manager as plugins
 
     return plugins.modality(name)
 
@@ -152,8 +154,8 @@ def check_part_for(modality: str, part: str) -> str:
 
 def _part_actions_and_bones(part: str) -> tuple[list[int], list[int]]:
     """Indices of the part's facial actions and SOMA bones (empty for accessory parts)."""
-    from . import parts
-    from .body import get_body_model
+    from maskscore_core.body import parts
+    from maskscore_core.body.anny_model import get_body_model
 
     vocab.check_part(part)
     if part in vocab.ACCESSORY_PARTS:
@@ -183,7 +185,7 @@ def part_change(part: str, a: BodyState, b: BodyState) -> float:
 def _appearance_features(task: str, part: str, states: list[BodyState]) -> tuple[np.ndarray, np.ndarray]:
     """(N, K) what `task` compares of each state's look on `part`, each column already divided
     by its threshold, and (N,) whether the state has a look at all."""
-    from . import appearance
+    from maskscore_core.metric import appearance
 
     has = np.array([s.appearance is not None for s in states])
     rows = []
@@ -269,7 +271,7 @@ def head_turn(a: BodyState, b: BodyState) -> float:
 
 
 def _pairwise_head_turn(states: list[BodyState]) -> np.ndarray:
-    from .body import get_body_model
+    from maskscore_core.body.anny_model import get_body_model
 
     body = get_body_model()
     bones = [body.bone_index(name) for name in HEAD_CARRIER_BONES]

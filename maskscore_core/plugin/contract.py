@@ -15,7 +15,7 @@ frame-pair ladder recovered on the built-in trials, reward rows valid against th
 schema, bad files rejected with a message, no answers for other modalities. Hooks for what
 differs between modalities (`check_rows`, `check_ladders`, `ladder_filter`) add a plugin's own
 assertions; they never replace the shared ones. The fixtures (`ctx`, `built_in_trials`, plugin
-isolation) come from the core's pytest plugin (`maskscore_core.pytest_plugin`).
+isolation) come from the core's pytest plugin (`maskscore_core.plugin.pytest_plugin`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from . import plugins, reward_tables, schemas, vocab
-from .registration import CONDITIONING_IMAGE
-from .testing import check_modality_plugin_alone, check_round_trip, modality_round_trip
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
+
+from maskscore_core.dataset import reward_tables
+
+from maskscore_core.dataset import schemas
+from maskscore_core.plugin.registration import CONDITIONING_IMAGE
+from maskscore_core.plugin.testing import check_modality_plugin_alone, check_round_trip, modality_round_trip
 
 
 class ModalityContract:
@@ -139,8 +145,8 @@ class ModalityContract:
     def test_ladder_is_recovered_on_built_in_trials(self, ctx, built_in_trials):
         """The frame-pair editor's rungs, scored by render-compare, rank as the design expects
         (`check_ladders`) on the first built-in instances of this modality."""
-        from .edits import make_instances
-        from .ladder import ladder_rungs
+        from maskscore_core.edits.instances import make_instances
+        from maskscore_core.edits.ladder import ladder_rungs
 
         instances = make_instances(built_in_trials, self.modality, np.random.default_rng(self.ladder_seed), self.ladder_instances)
         ladders = []
@@ -166,7 +172,7 @@ class SpokenModalityContract(ModalityContract):
     `unit_instance` must give frame A a clip of 30 frames and frame B a longer one."""
 
     def test_references_are_video_activations_on_frame_a_body(self, ctx):
-        from .body import get_body_model
+        from maskscore_core.body.anny_model import get_body_model
 
         instance = self.unit_instance()
         ref_a, ref_b = (
@@ -182,8 +188,8 @@ class SpokenModalityContract(ModalityContract):
     def test_frame_b_decodes_to_mouth_motion_on_frame_a_body(self, ctx):
         """Frame B encoded and decoded: mouth and jaw actions on the timeline of the longer clip,
         nothing else moving, the sampled frames' meshes beside them."""
-        from .body import get_body_model
-        from .speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES
+        from maskscore_core.body.anny_model import get_body_model
+        from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES
 
         instance = self.unit_instance()
         asset = self._call("encode", modality=self.modality, target=instance.b, ctx=ctx)
@@ -195,7 +201,7 @@ class SpokenModalityContract(ModalityContract):
         assert len(decoded.frames) == DEFAULT_SAMPLED_FRAMES
 
     def test_masks_are_face_actions(self, ctx):
-        from .parts import PartError
+        from maskscore_core.body.parts import PartError
 
         assert "jawOpen" in self._call("mask_part", modality=self.modality, part="mouth", ctx=ctx).native
         with pytest.raises(ValueError, match="antenna"):

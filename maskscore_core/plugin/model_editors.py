@@ -14,8 +14,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from . import plugins
-from .records import Asset, Candidate
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.records import Asset, Candidate
 
 RECORDS = "editor-outputs"
 

@@ -35,8 +35,8 @@ import warnings
 import attrs
 import numpy as np
 
-from . import threads
-from .views import CameraPose, ViewConfig, camera_poses, pixel_ray_directions
+from maskscore_core import threads
+from maskscore_core.metric.views import CameraPose, ViewConfig, camera_poses, pixel_ray_directions
 
 LLVM_SEARCH_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/local/lib", "/usr/lib64")
 MIN_LLVM_MAJOR = 16
@@ -287,7 +287,7 @@ class Renderer:
     """Renders reference-mesh vertices on `view_config`'s views (see module docstring)."""
 
     def __init__(self, view_config: ViewConfig | None = None) -> None:
-        from .reference_mesh import get_reference_mesh
+        from maskscore_core.body.reference_mesh import get_reference_mesh
 
         self.view_config = view_config or ViewConfig()
         self.reference = get_reference_mesh()

@@ -26,8 +26,8 @@ import functools
 
 import numpy as np
 
-from . import vocab
-from .records import Appearance, Light
+from maskscore_core import vocab
+from maskscore_core.plugin.records import Appearance, Light
 
 # Most specific first: a triangle takes the first part whose face mask holds it.
 PART_PRECEDENCE: tuple[str, ...] = (
@@ -107,8 +107,8 @@ def part_light(appearance: Appearance, part: str | None) -> Light:
 @functools.cache
 def face_regions() -> np.ndarray:
     """(F,) index into PART_PRECEDENCE of each reference-mesh triangle's part, -1 for none."""
-    from . import parts
-    from .reference_mesh import get_reference_mesh
+    from maskscore_core.body import parts
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     regions = np.full(len(get_reference_mesh().faces), -1, dtype=np.int64)
     for index, part in reversed(list(enumerate(PART_PRECEDENCE))):  # the most specific part wins
@@ -120,8 +120,8 @@ def face_regions() -> np.ndarray:
 @functools.cache
 def vertex_regions() -> np.ndarray:
     """(V,) index into PART_PRECEDENCE of each reference-mesh vertex's part, -1 for none."""
-    from . import parts
-    from .reference_mesh import get_reference_mesh
+    from maskscore_core.body import parts
+    from maskscore_core.body.reference_mesh import get_reference_mesh
 
     regions = np.full(get_reference_mesh().vertex_count, -1, dtype=np.int64)
     for index, part in reversed(list(enumerate(PART_PRECEDENCE))):

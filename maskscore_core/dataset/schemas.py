@@ -3,7 +3,7 @@
 Each registered `Modality` declares its table's columns; this module turns them into `pyarrow`
 schemas and validates tables against them, naming the column and the row of the first problem so
 a broken dataset is fixed in minutes, not hours. `schemas/*.json` in the source tree is generated
-from the registered modalities (`python -m maskscore_core.schemas [DIR]`; a test keeps it current).
+from the registered modalities (`python -m maskscore_core.dataset.schemas [DIR]`; a test keeps it current).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from . import plugins, vocab
+from maskscore_core import vocab
+
+from maskscore_core.plugin import manager as plugins
 
 
 class SchemaError(ValueError):
@@ -135,7 +137,7 @@ def write_spec_files(directory: Path) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m maskscore_core.schemas",
+    parser = argparse.ArgumentParser(prog="python -m maskscore_core.dataset.schemas",
                                      description="Write the registered modalities' reward-table specs as JSON.")  # fmt: skip
     parser.add_argument("directory", nargs="?", default="schemas", help="where to write them (default: schemas)")
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Helpers for modality plugins' tests: small instances and contexts, the works-alone check, one
 real round trip through the core (encode, write, read, decode, score) and the ladder-order check.
-`maskscore_core.contract.ModalityContract` runs them for every plugin, and
+`maskscore_core.plugin.contract.ModalityContract` runs them for every plugin, and
 tests/test_plugins_installed_alone.py runs the round trip inside a fresh virtual environment
 holding only the core and one plugin."""
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from . import plugins
-from .cli import main
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.cli import main
 
 # A modality plugin registers its Modality object and answers the two operation hooks for it.
 MODALITY_HOOKS = frozenset({"register_modalities", "decode_to_mesh", "mask_part"})
@@ -59,8 +59,8 @@ def round_trip_instance(modality: str):
     speech) saying two phrases, the face moved by each phrase's own visemes (as the built-in
     source moves it), so that audio, text and face motion agree. Frame B differs from A only in
     the mouth, so frame B itself is the ideal edit."""
-    from .records import BodyState, EditInstance, EditInstruction, Subject, Target
-    from .speech.face_drive import text_activations
+    from maskscore_core.plugin.records import BodyState, EditInstance, EditInstruction, Subject, Target
+    from maskscore_core.speech.face_drive import text_activations
 
     subject = Subject("s1", {"age": 0.4}, voice="en-us")
 
@@ -83,8 +83,8 @@ def modality_round_trip(modality: str, workdir, config: dict | None = None) -> d
 
     import numpy as np
 
-    from .context import Context
-    from .records import Candidate
+    from maskscore_core.plugin.context import Context
+    from maskscore_core.plugin.records import Candidate
 
     workdir = Path(workdir)
     ctx = Context(workdir=workdir, seed=0, config={"views": 2, "resolution": 32, "frame_resolution": 32, **(config or {})})
@@ -139,15 +139,15 @@ def no_provider_message(modality: str) -> str | None:
 def small_context(workdir, **config):
     """A run context small enough for tests on shared cores: 4 views of 96 px and 48 px video
     frames, plus `config`."""
-    from .context import Context
+    from maskscore_core.plugin.context import Context
 
     return Context(workdir=workdir, seed=0, config={"views": 4, "resolution": 96, "frame_resolution": 48, **config})
 
 
 def face_state(**actions: float):
     """A `BodyState` of a subject aged 0.4 with the named facial actions set (jawOpen=0.8, ...)."""
-    from .body import get_body_model
-    from .records import BodyState
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.plugin.records import BodyState
 
     expression = np.zeros(52)
     for name, value in actions.items():
@@ -159,7 +159,7 @@ def unit_instance(modality: str, text: str, task_type: str, a, b, *, key: str = 
                   transcripts: tuple[str, str] = ("", ""), fps: float = 25.0):
     """An EditInstance of subject s1 (age 0.4) editing the mouth: frames A and B are a body state
     each, or a sequence of them (clips), with their transcripts."""
-    from .records import BodyState, EditInstance, EditInstruction, Subject, Target
+    from maskscore_core.plugin.records import BodyState, EditInstance, EditInstruction, Subject, Target
 
     subject = Subject("s1", {"age": 0.4}, voice=voice)
 
@@ -179,8 +179,8 @@ def misordered_pairs(modality: str, scores, dimensions=None) -> list[str]:
     on `dimensions` (default: all three), by the modality's own ladder levels
     (`dataset.protocol.levels_for`, where rung 1 is alone at the top on instruction_following
     and overall): [] when the ladder is recovered exactly."""
-    from . import vocab
-    from .dataset.protocol import graded_pairs, levels_for, rungs_of
+    from maskscore_core import vocab
+    from maskscore_core.dataset.protocol import graded_pairs, levels_for, rungs_of
 
     levels = levels_for(modality)
     rungs = rungs_of(levels)

@@ -1,9 +1,9 @@
 """The hooks a MaskScore plugin can implement (docs/plugins.md has a section for each).
 
-Registration hooks hand the core named objects (`maskscore_core.registration`): a plugin calls
+Registration hooks hand the core named objects (`maskscore_core.plugin.registration`): a plugin calls
 `register(obj)` once per modality, editor, scorer, source or trainer it provides. Operation
 hooks are then called by the core only on the plugin that registered the name asked for
-(`maskscore_core.plugins.call`), so an implementation needs no "is this mine?" test and can
+(`maskscore_core.plugin.manager.call`), so an implementation needs no "is this mine?" test and can
 never answer for another plugin's name. An operation that cannot be done raises; it never
 returns a made-up value.
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from . import plugins
-from .records import BodyState, Decoded, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.records import BodyState, Decoded, EditInstance, EditInstruction, Subject, Target
 
 MESH_SUFFIXES = (".glb", ".ply", ".obj")
 NUMBER_SUFFIXES = (".npz", ".json")
@@ -113,7 +113,7 @@ def numbers_of(path: Path, modality: str) -> list[float]:
 
 
 def _task_type(modality, part: str) -> str:
-    from .registration import tasks_of
+    from maskscore_core.plugin.registration import tasks_of
 
     if part in modality.task_table:
         return tasks_of(modality.task_table[part])[0]
@@ -148,7 +148,7 @@ def timeline_frames(asset) -> int:
     if hasattr(data, "duration_s"):
         return max(1, math.ceil(float(data.duration_s) * TIMELINE_FPS))
     if isinstance(data, str):
-        from .speech.face_drive import text_activations
+        from maskscore_core.speech.face_drive import text_activations
 
         return max(1, len(text_activations(data, TIMELINE_FPS)))
     return 1
@@ -156,7 +156,7 @@ def timeline_frames(asset) -> int:
 
 def _read(path: Path, modality: str | None, ctx):
     if modality is None:
-        from .meshio import read_vertices
+        from maskscore_core.body.meshio import read_vertices
 
         return None, Decoded(vertices=read_vertices(path))
     m = plugins.modality(modality)
@@ -171,7 +171,7 @@ def score_files(frame_a, frame_b, part: str, candidates, ctx, modality: str | No
     `modality` is the candidates' modality (default: from their suffixes); frames A and B are
     read by it too, unless their suffix belongs to another modality (meshes as frames of depth
     candidates)."""
-    from .builtins.render_compare_scorer import render_compare_of, score_decoded
+    from maskscore_core.builtins.render_compare_scorer import render_compare_of, score_decoded
 
     candidates = [Path(p) for p in candidates]
     kinds = {modality_of(p, modality) for p in candidates}

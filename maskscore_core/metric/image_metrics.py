@@ -27,7 +27,7 @@ from pathlib import Path
 import attrs
 import torch
 
-from . import lpips_weights
+from maskscore_core.metric import lpips_weights
 
 NORMALS_RANGE = 2.0  # normals are unit vectors: components in [-1, 1]
 SSIM_WINDOW = 11

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import attrs
 
-from . import limits
+from maskscore_core import limits
 
 
 def _count(low: int, high: int):

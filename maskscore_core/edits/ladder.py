@@ -49,9 +49,11 @@ import math
 import attrs
 import numpy as np
 
-from . import accessories, vocab
-from .edits import APPEARANCE_PARTS, APPEARANCE_TASK_TYPES, is_sequence, part_change, task_table
-from .records import Appearance, BodyState, EditInstance, Light, Target
+from maskscore_core import vocab
+
+from maskscore_core.body import accessories
+from maskscore_core.edits.instances import APPEARANCE_PARTS, APPEARANCE_TASK_TYPES, is_sequence, part_change, task_table
+from maskscore_core.plugin.records import Appearance, BodyState, EditInstance, Light, Target
 
 INTERPOLATION_T = 0.5
 PARTIAL_T = 0.2
@@ -74,8 +76,8 @@ def _check_part(part: str) -> str:
 
 
 def _part_indices(part: str) -> tuple[list[int], list[int]]:
-    from . import parts
-    from .body import get_body_model
+    from maskscore_core.body import parts
+    from maskscore_core.body.anny_model import get_body_model
 
     if part in vocab.ACCESSORY_PARTS:
         return [], []
@@ -160,7 +162,7 @@ def apply_look(a: BodyState, b: BodyState, part: str, t: float, task: str) -> Bo
     """A's state with the look `task` edits moved fraction t of the way to B's: the part's albedo
     (skin_tone), the light on the part (lighting_change, set as the part's own light), or the
     backdrop colour (background_change). Shape and everything else stay A's."""
-    from . import appearance
+    from maskscore_core.metric import appearance
 
     _check_part(part)
     look_a, look_b = _looks(a, b, task)
@@ -181,7 +183,7 @@ def wrong_look_part(part: str, task: str) -> str:
     """The part rung 4 of an appearance edit changes instead: among the parts of the task's group
     that share no vertex with `part` (else among every active face part), the largest (most
     vertices; vocab order on ties), so the wrong change is plainly visible."""
-    from . import parts
+    from maskscore_core.body import parts
 
     own = set(parts.part_vertex_ids(_check_part(part)).tolist())
     for pool in (APPEARANCE_PARTS[task], vocab.ACTIVE_FACE_PARTS):
@@ -196,7 +198,7 @@ def misapply_look(a: BodyState, b: BodyState, part: str, wrong: str, task: str) 
     """Rung 4 of an appearance edit: the change asked for `part` made on `wrong` instead. B's
     albedo of the part becomes wrong's albedo (skin_tone), B's light on the part lights wrong
     (lighting_change), B's backdrop colour paints wrong (background_change); A keeps the rest."""
-    from . import appearance
+    from maskscore_core.metric import appearance
 
     look_a, look_b = _looks(a, b, task)
     if task == "skin_tone":
@@ -210,7 +212,7 @@ def misapply_look(a: BodyState, b: BodyState, part: str, wrong: str, task: str) 
 
 def _footprint(part: str) -> set[str]:
     """What editing `part` touches: its actions, bones, accessory slot, and the part itself."""
-    from . import parts
+    from maskscore_core.body import parts
 
     if part in vocab.ACCESSORY_PARTS:
         return {f"slot:{accessories.slot_for_part(part)}", f"part:{part}"}
@@ -230,7 +232,7 @@ def _apart(part: str, other: str) -> bool:
     """Whether editing `other` leaves `part`'s comparison region alone: their regions (each part
     with what its own actions deform, `parts.region_vertex_ids`) share no vertex. A sneer moves
     the brows' region, so a nose edit would partly do an eyebrow edit's work."""
-    from . import parts
+    from maskscore_core.body import parts
 
     return not np.intersect1d(parts.region_vertex_ids(part), parts.region_vertex_ids(other)).size
 
@@ -279,8 +281,9 @@ STOCK_ACTIONS: dict[str, tuple[str, ...]] = {
 
 def stock_edit(a: BodyState, part: str) -> BodyState:
     """A's state with `part` edited by a fixed, deterministic amount (see STOCK_ACTIONS)."""
-    from . import edits, parts
-    from .body import get_body_model
+    from maskscore_core.edits import instances as edits
+    from maskscore_core.body import parts
+    from maskscore_core.body.anny_model import get_body_model
 
     _check_part(part)
     if part in vocab.ACCESSORY_PARTS:
@@ -316,7 +319,7 @@ def mix_phrase(phrase_a: str, phrase_b: str, t: float) -> str:
     the mix keeps at least one of B's words and one of A's (it is an edit, and not all of it).
     Neighbouring values of t can give the same words when a phrase has few word boundaries.
     """
-    from .speech.phonemes import word_boundaries_s
+    from maskscore_core.speech.phonemes import word_boundaries_s
 
     if not 0.0 <= t <= 1.0:
         raise LadderError(f"a phrase mix needs 0 <= t <= 1, got {t}")
@@ -411,7 +414,7 @@ def edit_fraction(instance: EditInstance, t: float) -> Target:
 
 def ladder_rungs(modality: str) -> list[int]:
     """The rungs `modality` makes: all five but those its ladder levels drop (`dataset.protocol`)."""
-    from .dataset.protocol import levels_for, rungs_of
+    from maskscore_core.dataset.protocol import levels_for, rungs_of
 
     return rungs_of(levels_for(modality))
 

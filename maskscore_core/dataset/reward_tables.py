@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import schemas, vocab
-from .paths import contained
-from .records import EditInstance
+from maskscore_core import vocab
+
+from maskscore_core.dataset import schemas
+from maskscore_core.paths import contained
+from maskscore_core.plugin.records import EditInstance
 
 CONDITIONING_DIR = "conditioning"
 
@@ -53,8 +55,8 @@ def resolve(value, root, what: str = "a table value", error: type[Exception] = V
 def view_config(ctx):
     """The run's cameras: `ctx.config.views` views of `ctx.config.resolution` pixels (the
     RunConfig defaults without a context)."""
-    from .context import RunConfig
-    from .views import ViewConfig
+    from maskscore_core.plugin.context import RunConfig
+    from maskscore_core.metric.views import ViewConfig
 
     config = ctx.config if ctx is not None else RunConfig()
     return ViewConfig(count=config.views, resolution=config.resolution)
@@ -99,9 +101,9 @@ def frame_a_picture(instance: EditInstance, config) -> np.ndarray:
     """
     import attrs
 
-    from . import appearance
-    from .reference_mesh import get_reference_mesh
-    from .render import get_renderer
+    from maskscore_core.metric import appearance
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
 
     state = instance.a.state
     vertices = get_reference_mesh().vertices([state])[0]

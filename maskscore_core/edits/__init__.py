@@ -1,0 +1,1 @@
+"""Edit instances (frame pairs A -> B), the five-rung candidate ladder and the calibration edits."""
