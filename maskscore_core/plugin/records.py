@@ -269,13 +269,16 @@ class Decoded:
     vertices: (V, 3) on the fixed ANNY topology, or None where the modality lives in render
     space already (depth: `depth` holds per-view depth maps). `activations` is a (T, 52)
     facial-action sequence for modalities scored on face agreement (speech, text, video).
-    `frames` is a per-frame vertex sequence for video.
+    `frames` is a per-frame vertex sequence for video. `faces` is set only for a mesh of its own
+    topology (an image-to-3D model's output, `metric.foreign_mesh`): then `vertices` are that
+    mesh's, in the reference frame, and the metric renders its own triangles.
     """
 
     vertices: np.ndarray | None = attrs.field(default=None, eq=False)
     depth: np.ndarray | None = attrs.field(default=None, eq=False)
     activations: np.ndarray | None = attrs.field(default=None, eq=False)
     frames: tuple[np.ndarray, ...] | None = attrs.field(default=None, eq=False)
+    faces: np.ndarray | None = attrs.field(default=None, eq=False)
     # The look of the mesh (albedo, light, backdrop) where the modality carries one; the metric
     # then also compares shaded pictures (maskscore_core.metric.appearance).
     appearance: Appearance | None = attrs.field(default=None, eq=False)
