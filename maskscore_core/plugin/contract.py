@@ -50,6 +50,10 @@ class ModalityContract:
     ladder_instances: int = 4
     ladder_seed: int = 5
     round_trip_config: dict = {}
+    # Whether the table stores what `write_asset` returned: the input's value in the first input
+    # column and the candidate's in the candidate column (False where it stores something else,
+    # e.g. text keeps the transcripts themselves).
+    stores_written_values: bool = True
 
     def unit_instance(self):
         """A small EditInstance of this modality (frame B: the mouth moved)."""
@@ -109,6 +113,13 @@ class ModalityContract:
         assert table.column("dimension").to_pylist() == list(vocab.DIMENSIONS)
         if "conditioning_image" in rows[0]:
             assert (tmp_path / rows[0]["conditioning_image"]).is_file()
+        modality = plugins.modality(self.modality)
+        if modality.suffixes:  # files under the dataset root, named by the base class's rule
+            suffix = modality.suffixes[0]
+            assert values == [f"assets/{name}{'' if suffix.startswith('/') else suffix}" for name in ("input", "rung1")]
+        if self.stores_written_values:
+            assert table.column(modality.input_columns[0].name).to_pylist() == [values[0]] * len(rows)
+            assert table.column(modality.candidate_column.name).to_pylist() == [[values[1]]] * len(rows)
         self.check_rows(table, values, instance, ctx)
         row_args = dict(modality=self.modality, instance=instance, input_value=values[0], candidate_values=values[1:],
                         root=tmp_path, ctx=ctx)  # fmt: skip

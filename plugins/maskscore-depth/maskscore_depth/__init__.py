@@ -1,19 +1,17 @@
 """MaskScore's depth modality plugin: Mitsuba depth maps of the reference mesh, as .exr."""
 
-from pathlib import Path
-
-from maskscore_core import Column, Modality, hookimpl
+from maskscore_core import Column, hookimpl
 
 from maskscore_core.edits import instances as edits
-from maskscore_core.plugin.records import Asset, PartMask
+from maskscore_core.plugin.modality_kit import FileModality, part_mask
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
-from . import representation, table
+from . import representation
 
 MODALITY = representation.MODALITY
 
 
-class Depth(Modality):
+class Depth(FileModality):
     """Per-view depth maps of the reference mesh (render space: compared as maps, not vertices)."""
 
     name = MODALITY
@@ -25,23 +23,16 @@ class Depth(Modality):
     task_table = dict(edits.WITHOUT_GAZE)
     suffixes = (representation.SUFFIX,)
     order = 3
+    error = representation.DepthError
 
     def encode(self, target, ctx):
         return representation.encode(target, ctx)
 
-    def decode_reference(self, instance, which, ctx):
-        return representation.decode(representation.encode(instance.frame(which), ctx), ctx)
+    def write_file(self, asset, path, ctx):
+        return representation.write(asset.data, path, ctx)
 
-    def write(self, asset, directory, name, ctx):
-        path = representation.write(asset.data, Path(directory) / f"{name}{representation.SUFFIX}", ctx)
-        return table.relative_to_root(path, ctx)
-
-    def read(self, value, root, ctx):
-        path = table.resolve(value, root)
-        return Asset(modality=MODALITY, data=representation.read(path, ctx), path=str(value))
-
-    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
-        return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+    def read_file(self, path, ctx):
+        return representation.read(path, ctx)
 
 
 @hookimpl
@@ -56,6 +47,4 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core.body import parts
-
-    return PartMask(region=parts.region_vertex_ids(part), native=representation.mask(part))
+    return part_mask(part, representation.mask(part))

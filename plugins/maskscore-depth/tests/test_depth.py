@@ -24,13 +24,7 @@ class TestDepthContract(ModalityContract):
         ("nope.exr", {}, "does not exist"),
         ("bad.exr", {"bad.exr": b"not an exr"}, "cannot be read as OpenEXR"),
     )
-
-    def unit_instance(self):
-        return _instance()
-
-    def check_rows(self, table, values, instance, ctx):
-        assert table.column("input_depth").to_pylist() == ["assets/input.exr"] * 3
-        assert table.column("output_depths").to_pylist() == [["assets/rung1.exr"]] * 3
+    unit_instance = staticmethod(_instance)
 
 
 def test_encode_is_the_render_depth_channel(ctx):

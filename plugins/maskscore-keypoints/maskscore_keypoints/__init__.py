@@ -2,18 +2,18 @@
 
 from pathlib import Path
 
-from maskscore_core import Column, Modality, hookimpl, vocab
+from maskscore_core import Column, hookimpl, vocab
 
 from maskscore_core.edits import instances as edits
-from maskscore_core.plugin.records import PartMask
+from maskscore_core.plugin.modality_kit import TableModality, part_mask
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
-from . import keypoint_set, representation, table
+from . import keypoint_set, representation
 
 MODALITY = representation.MODALITY
 
 
-class Keypoints(Modality):
+class Keypoints(TableModality):
     """Surface points of the reference mesh, stored in the table as coordinates."""
 
     name = MODALITY
@@ -26,12 +26,10 @@ class Keypoints(Modality):
     # roughly (its in-between rungs came out unordered).
     task_table = {part: task for part, task in edits.WITHOUT_GAZE.items() if part not in vocab.ACCESSORY_PARTS}
     order = 2
+    error = representation.KeypointError
 
     def encode(self, target, ctx):
         return representation.encode(target)
-
-    def decode_reference(self, instance, which, ctx):
-        return representation.decode(representation.encode(instance.frame(which)), instance)
 
     def write(self, asset, directory, name, ctx):
         keypoint_set.write_sidecar(Path(directory))
@@ -40,8 +38,8 @@ class Keypoints(Modality):
     def read(self, value, root, ctx):
         return representation.from_column(value)
 
-    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
-        return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+    def to_column(self, value, root, what):
+        return representation.to_column(value)
 
 
 @hookimpl
@@ -56,7 +54,4 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core.body import parts
-
-    native = representation.mask(part)  # names parts no keypoint lies on
-    return PartMask(region=parts.region_vertex_ids(part), native=native)
+    return part_mask(part, representation.mask(part))  # names parts no keypoint lies on

@@ -34,14 +34,10 @@ class TestKeypointsContract(ModalityContract):
         (None, {}, "keypoints x 3 coordinates"),
         (["a", "b", "c"], {}, "not a list of numbers"),
     )
-
-    def unit_instance(self):
-        return _instance()
+    unit_instance = staticmethod(_instance)
 
     def check_rows(self, table, values, instance, ctx):
         assert len(values[0]) == 3 * len(_keypoint_set()) and all(type(v) is float for v in values[0])
-        assert table.column("input_keypoints").to_pylist() == [values[0]] * 3
-        assert table.column("output_keypoints").to_pylist() == [[values[1]]] * 3
 
 
 def _keypoint_set():

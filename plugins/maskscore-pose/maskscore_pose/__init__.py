@@ -1,17 +1,18 @@
 """MaskScore's pose modality plugin: SOMA bones [78x3] + t[3], decoded by FK + skinning."""
 
-from maskscore_core import Column, Modality, hookimpl
+from maskscore_core import Column, hookimpl
 
 from maskscore_core.edits import instances as edits
-from maskscore_core.plugin.records import Asset, PartMask
+from maskscore_core.plugin.modality_kit import TableModality, part_mask
+from maskscore_core.plugin.records import Asset
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
-from . import representation, table
+from . import representation
 
 MODALITY = representation.MODALITY
 
 
-class Pose(Modality):
+class Pose(TableModality):
     """SOMA bone rotations and the root translation, stored in the table as numbers."""
 
     name = MODALITY
@@ -23,12 +24,10 @@ class Pose(Modality):
     task_table = {part: "pose_change" for part in edits.MOTION_PARTS if part != "eyebrow"}
     order = 1
     ladder_levels = representation.LADDER_LEVELS  # no rung 5: a pose carries no identity
+    error = representation.PoseError
 
     def encode(self, target, ctx):
         return representation.encode(target)
-
-    def decode_reference(self, instance, which, ctx):
-        return representation.decode(representation.encode(instance.frame(which)), instance)
 
     def write(self, asset, directory, name, ctx):
         return representation.to_column(asset.data)
@@ -36,8 +35,8 @@ class Pose(Modality):
     def read(self, value, root, ctx):
         return Asset(modality=MODALITY, data=representation.check(value, what="pose column value"))
 
-    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
-        return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)
+    def to_column(self, value, root, what):
+        return representation.to_column(value)
 
 
 @hookimpl
@@ -52,6 +51,4 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core.body import parts
-
-    return PartMask(region=parts.region_vertex_ids(part), native=representation.mask(part))
+    return part_mask(part, representation.mask(part))
