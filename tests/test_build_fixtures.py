@@ -92,17 +92,22 @@ class ToyModality(Modality):
         return {c: row[c] for c in columns}
 
 
-def _real_modalities() -> list[type]:
-    from maskscore_depth import Depth
-    from maskscore_keypoints import Keypoints
-    from maskscore_mesh import Mesh
-    from maskscore_multimodal import Multimodal
-    from maskscore_pose import Pose
-    from maskscore_speech import Speech
-    from maskscore_text import Text
-    from maskscore_video import Video
+def _real_modalities() -> list:
+    """The eight plugins' Modality objects, as their own `register_modalities` hooks make them."""
+    import maskscore_depth
+    import maskscore_keypoints
+    import maskscore_mesh
+    import maskscore_multimodal
+    import maskscore_pose
+    import maskscore_speech
+    import maskscore_text
+    import maskscore_video
 
-    return [Mesh, Pose, Keypoints, Depth, Video, Speech, Text, Multimodal]
+    found: list = []
+    for plugin in (maskscore_mesh, maskscore_pose, maskscore_keypoints, maskscore_depth, maskscore_video,
+                   maskscore_speech, maskscore_text, maskscore_multimodal):  # fmt: skip
+        plugin.register_modalities(found.append)
+    return found
 
 
 DESCRIPTION = ("name", "table", "input_columns", "candidate_column", "template", "task_table", "ladder_levels",
@@ -113,7 +118,7 @@ DESCRIPTION = ("name", "table", "input_columns", "candidate_column", "template",
 def register_modalities(register):
     for real in _real_modalities():
         attributes = {attribute: getattr(real, attribute) for attribute in DESCRIPTION}
-        register(type(f"Toy{real.__name__}", (ToyModality,), attributes)())
+        register(type(f"Toy{type(real).__name__}", (ToyModality,), attributes)())
 
 
 @hookimpl

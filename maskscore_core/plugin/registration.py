@@ -94,6 +94,17 @@ class Modality(abc.ABC):
     suffixes: ClassVar[tuple[str, ...]] = ()
     order: ClassVar[int | None] = None  # position in listings; None sorts after numbered ones by name
 
+    def __init__(self, **declared: Any) -> None:
+        """The attributes above may also be given here, as keywords, instead of in the class body:
+        a plugin whose class only wires its representation module declares its data where it
+        registers it (`register(Depth(name="depth", table=...))`)."""
+        known = {name for cls in type(self).__mro__ for name in getattr(cls, "__annotations__", {})}
+        unknown = sorted(set(declared) - known)
+        if unknown:
+            raise RegistrationError(f"{type(self).__name__} declares unknown attributes {unknown}; known: {sorted(known)}")
+        for key, value in declared.items():
+            setattr(self, key, value)
+
     @abc.abstractmethod
     def encode(self, target, ctx):
         """records.Target -> records.Asset of this modality (the inverse of decode_to_mesh)."""

@@ -8,22 +8,9 @@ from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
 from . import representation
 
-MODALITY = representation.MODALITY
-
 
 class Depth(FileModality):
     """Per-view depth maps of the reference mesh (render space: compared as maps, not vertices)."""
-
-    name = MODALITY
-    table = "DepthEditReward"
-    input_columns = (Column("input_depth", "string", "path to frame A's depth map (.exr)"), CONDITIONING_IMAGE)
-    candidate_column = Column("output_depths", "list<string>", "paths to candidate depth maps (.exr)")
-    template = "reconstruct the {part} depth to match frame B"
-    # ANNY's eyes are sockets: a gaze (irides) edit leaves the depth map unchanged.
-    task_table = dict(edits.WITHOUT_GAZE)
-    suffixes = (representation.SUFFIX,)
-    order = 3
-    error = representation.DepthError
 
     def encode(self, target, ctx):
         return representation.encode(target, ctx)
@@ -36,13 +23,19 @@ class Depth(FileModality):
 
 
 @hookimpl
-def register_modalities(register):
-    register(Depth())
+def decode_to_mesh(asset, instance, ctx):
+    return representation.decode(asset, ctx)
 
 
 @hookimpl
-def decode_to_mesh(asset, instance, ctx):
-    return representation.decode(asset, ctx)
+def register_modalities(register):
+    register(Depth(
+        name=representation.MODALITY, table="DepthEditReward", order=3, suffixes=(representation.SUFFIX,),
+        input_columns=(Column("input_depth", "string", "path to frame A's depth map (.exr)"), CONDITIONING_IMAGE),
+        candidate_column=Column("output_depths", "list<string>", "paths to candidate depth maps (.exr)"),
+        template="reconstruct the {part} depth to match frame B", error=representation.DepthError,
+        task_table=dict(edits.WITHOUT_GAZE),  # ANNY's eyes are sockets: a gaze edit leaves depth unchanged
+    ))  # fmt: skip
 
 
 @hookimpl

@@ -10,23 +10,9 @@ from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
 from . import keypoint_set, representation
 
-MODALITY = representation.MODALITY
-
 
 class Keypoints(TableModality):
     """Surface points of the reference mesh, stored in the table as coordinates."""
-
-    name = MODALITY
-    table = "KeypointEditReward"
-    input_columns = (Column("input_keypoints", "list<float>", "frame A's surface point coordinates"), CONDITIONING_IMAGE)
-    candidate_column = Column("output_keypoints", "list<list<float>>", "candidate surface points")
-    template = "refit the {part} landmarks to frame B"
-    # Body parts only, without gaze: keypoints on an eye socket move by a fraction of a
-    # millimetre, and an accessory added, removed or resized is carried by surface points only
-    # roughly (its in-between rungs came out unordered).
-    task_table = {part: task for part, task in edits.WITHOUT_GAZE.items() if part not in vocab.ACCESSORY_PARTS}
-    order = 2
-    error = representation.KeypointError
 
     def encode(self, target, ctx):
         return representation.encode(target)
@@ -43,13 +29,22 @@ class Keypoints(TableModality):
 
 
 @hookimpl
-def register_modalities(register):
-    register(Keypoints())
+def decode_to_mesh(asset, instance, ctx):
+    return representation.decode(asset, instance)
 
 
 @hookimpl
-def decode_to_mesh(asset, instance, ctx):
-    return representation.decode(asset, instance)
+def register_modalities(register):
+    # Body parts only, without gaze: keypoints on an eye socket move by a fraction of a
+    # millimetre, and an accessory added, removed or resized is carried by surface points only
+    # roughly (its in-between rungs came out unordered).
+    tasks = {part: task for part, task in edits.WITHOUT_GAZE.items() if part not in vocab.ACCESSORY_PARTS}
+    register(Keypoints(
+        name=representation.MODALITY, table="KeypointEditReward", order=2, task_table=tasks,
+        input_columns=(Column("input_keypoints", "list<float>", "frame A's surface point coordinates"), CONDITIONING_IMAGE),
+        candidate_column=Column("output_keypoints", "list<list<float>>", "candidate surface points"),
+        template="refit the {part} landmarks to frame B", error=representation.KeypointError,
+    ))  # fmt: skip
 
 
 @hookimpl

@@ -9,22 +9,9 @@ from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
 from . import representation
 
-MODALITY = representation.MODALITY
-
 
 class Pose(TableModality):
     """SOMA bone rotations and the root translation, stored in the table as numbers."""
-
-    name = MODALITY
-    table = "PoseEditReward"
-    input_columns = (Column("input_pose", "list<float>", "frame A's SOMA rotations [78x3] + t [3]"), CONDITIONING_IMAGE)
-    candidate_column = Column("output_poses", "list<list<float>>", "candidate bone poses")
-    template = "repose the {part} to frame B's expression"
-    # No SOMA bone carries the brows, so a pose cannot express an eyebrow edit.
-    task_table = {part: "pose_change" for part in edits.MOTION_PARTS if part != "eyebrow"}
-    order = 1
-    ladder_levels = representation.LADDER_LEVELS  # no rung 5: a pose carries no identity
-    error = representation.PoseError
 
     def encode(self, target, ctx):
         return representation.encode(target)
@@ -33,20 +20,28 @@ class Pose(TableModality):
         return representation.to_column(asset.data)
 
     def read(self, value, root, ctx):
-        return Asset(modality=MODALITY, data=representation.check(value, what="pose column value"))
+        return Asset(modality=self.name, data=representation.check(value, what="pose column value"))
 
     def to_column(self, value, root, what):
         return representation.to_column(value)
 
 
 @hookimpl
-def register_modalities(register):
-    register(Pose())
+def decode_to_mesh(asset, instance, ctx):
+    return representation.decode(asset, instance)
 
 
 @hookimpl
-def decode_to_mesh(asset, instance, ctx):
-    return representation.decode(asset, instance)
+def register_modalities(register):
+    register(Pose(
+        name=representation.MODALITY, table="PoseEditReward", order=1, error=representation.PoseError,
+        input_columns=(Column("input_pose", "list<float>", "frame A's SOMA rotations [78x3] + t [3]"), CONDITIONING_IMAGE),
+        candidate_column=Column("output_poses", "list<list<float>>", "candidate bone poses"),
+        template="repose the {part} to frame B's expression",
+        # No SOMA bone carries the brows, so a pose cannot express an eyebrow edit.
+        task_table={part: "pose_change" for part in edits.MOTION_PARTS if part != "eyebrow"},
+        ladder_levels=representation.LADDER_LEVELS,  # no rung 5: a pose carries no identity
+    ))  # fmt: skip
 
 
 @hookimpl
