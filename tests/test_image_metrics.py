@@ -233,3 +233,30 @@ def test_ssim_reference_equals_ssim_map_exactly():
         assert torch.equal(reference.map(c), im.ssim_map(c, ref))
     with pytest.raises(im.ImageShapeError, match="does not match"):
         reference.map(np.zeros((1, 48, 48, 3)))
+
+
+def test_region_ssim_equals_the_full_maps_on_the_regions_exactly():
+    """SSIM filtered only around the wanted pixels, the candidate's moments shared by two
+    references, gives the very numbers of the full maps there (float32 renders, as scored)."""
+    rng = np.random.default_rng(3)
+    first = np.zeros((3, 48, 48, 3), dtype=np.float32)
+    first[:, 10:40, 5:35] = sphere_normals(30, views=3)
+    second = np.clip(first + rng.normal(0, 0.05, first.shape) * (first != 0), -1, 1).astype(np.float32)
+    cand = np.zeros_like(first)
+    cand[:, 0:30, 15:45] = sphere_normals(30, views=3)  # content reaching the border
+    near = rng.random((3, 48, 48)) < 0.2
+    far = np.zeros((3, 48, 48), dtype=bool)
+    far[0, 40:48, 0:6] = True  # a corner the other region leaves out
+    far[2] = near[2]
+    near[1] = False  # a view without one region's pixels
+    refs = [im.SsimReference(first), im.SsimReference(second)]
+    found = im.region_ssim(cand, refs, [near, far])
+    for reference, region, values in zip(refs, (near, far), found):
+        full = reference.map(cand)
+        assert len(values) == 3
+        for view in range(3):
+            assert torch.equal(values[view], full[view][torch.as_tensor(region[view])])
+    with pytest.raises(im.ImageShapeError, match="regions"):
+        im.region_ssim(cand, refs, [near])
+    with pytest.raises(im.ImageShapeError, match="boolean"):
+        im.region_ssim(cand, refs, [near, far.astype(np.float32)])

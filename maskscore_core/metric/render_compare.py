@@ -58,7 +58,7 @@ from maskscore_core import threads
 from maskscore_core.metric import head_motion
 
 from maskscore_core.metric import views
-from maskscore_core.metric.image_metrics import SsimReference, masked_mean
+from maskscore_core.metric.image_metrics import SsimReference, masked_mean, region_ssim
 from maskscore_core.plugin.records import CandidateScore, Decoded
 from maskscore_core.metric.render import RenderResult, get_renderer
 from maskscore_core.metric.views import ViewConfig
@@ -208,6 +208,7 @@ class PreparedReference:
     head_frame: object | None = None  # head_motion.HeadFrame of frame A (mesh references)
     b_as_is: Decoded | None = None  # frame B as given, when `b` is B moved onto A's head
     ssim_a: object | None = None  # image_metrics.SsimReference of A's normals, filtered once per row
+    ssim_b: object | None = None  # and of B's
     b_change: dict = attrs.field(factory=dict)  # frame B against A per pixel: "depth", "normal", "ssim", "lpips"
     references: dict = attrs.field(factory=dict)  # d(A, B) inside, per distance
     halfway: dict = attrs.field(factory=dict)  # d(halfway mesh, B) inside, per distance
@@ -300,6 +301,7 @@ class RenderCompare:
             if frame is not None:
                 b = attrs.evolve(b, head_motion=head_motion.motion_size(frame, vertices_b, aligned))
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
+            ssim_b = pool.submit(SsimReference, b.normals)
             # The halfway mesh calibrates instruction_following (module docstring).
             if halfway is None or halfway.vertices is None:
                 halfway, middle_vertices = Decoded(), 0.5 * (vertices_a + aligned)
@@ -315,7 +317,8 @@ class RenderCompare:
                     f"the part {part!r} is visible in no view of frames A and B ({self.view_config.count} views);"
                     " instruction_following has no pixels to compare"
                 )
-            lpips_a, lpips_b, ssim_a, lpips_middle = lpips_a.result(), lpips_b.result(), ssim_a.result(), lpips_middle.result()
+            lpips_a, lpips_b, lpips_middle = lpips_a.result(), lpips_b.result(), lpips_middle.result()
+            ssim_a, ssim_b = ssim_a.result(), ssim_b.result()
             # What frame B changes against A, per pixel; the halfway mesh's too, where larger: an
             # outline the edit sweeps across (a turning head's) differs half way, not at either end.
             change = {
@@ -340,7 +343,7 @@ class RenderCompare:
         prepared = PreparedReference(
             part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b,
             framing=framing, vertices_a=vertices_a, head_frame=frame, b_as_is=None if aligned is vertices_b else ref_b,
-            ssim_a=ssim_a, b_change=change, references=references, halfway=halfway_distances,
+            ssim_a=ssim_a, ssim_b=ssim_b, b_change=change, references=references, halfway=halfway_distances,
         )  # fmt: skip
         _appearance_reference(prepared, middle)
         return prepared
@@ -416,11 +419,12 @@ class RenderCompare:
             halfway["depth_l1"] *= references["depth_l1"] / max(prepared.references["depth_l1"], FLOOR * SCALES["depth_l1"])
         follow["depth_l1"] = _masked_mean(_capped(np.abs(cand.depth - depth_b)), inside)
         rest["depth_l1"] = _beyond(_capped(np.abs(cand.depth - a.depth)), change["depth"], outside)
-        if cand.normals is not None:
-            follow["normal_l1"] = _masked_mean(np.abs(cand.normals - b.normals).mean(axis=-1), inside)
-            follow["ssim"] = max(0.0, 1.0 - _masked_ssim_by_view(cand.normals, b.normals, inside))
-            rest["normal_l1"] = _beyond(np.abs(cand.normals - a.normals).mean(axis=-1), change["normal"], outside)
-            rest["ssim"] = _beyond(_dissimilarity(prepared.ssim_a.map(cand.normals)), change["ssim"], outside)
+        if cand.normals is not None:  # per pixel on the region's pixels only: the same numbers, less work
+            follow["normal_l1"] = _masked_mean(_normal_l1(cand.normals[inside], b.normals[inside]), None)
+            rest["normal_l1"] = _beyond(_normal_l1(cand.normals[outside], a.normals[outside]), change["normal"][outside])
+            to_a, to_b = region_ssim(cand.normals, [prepared.ssim_a, prepared.ssim_b], [outside, inside])
+            follow["ssim"] = max(0.0, 1.0 - _ssim_mean_by_view(to_b))
+            rest["ssim"] = _beyond(_dissimilarity(torch.cat(to_a)), change["ssim"][outside])
         if cand.head_motion is not None:  # its head moved against the body, beyond frame B's
             rest["head_motion"] = max(0.0, cand.head_motion - (b.head_motion or 0.0))
         return {"instruction_following": follow, "consistency": rest}, outside, (references, halfway)
@@ -467,11 +471,31 @@ def _dissimilarity(ssim_map) -> np.ndarray:
     return np.maximum(1.0 - np.asarray(ssim_map, dtype=np.float64), 0.0)
 
 
-def _beyond(candidate: np.ndarray, allowed: np.ndarray, region: np.ndarray) -> float:
-    """Mean over `region` of how far the candidate's per-pixel change exceeds frame B's (the
-    region's pixels taken before they are widened to float64: the same numbers, less work)."""
-    excess = np.asarray(candidate)[region].astype(np.float64) - np.asarray(allowed)[region].astype(np.float64)
+def _beyond(candidate: np.ndarray, allowed: np.ndarray, region: np.ndarray | None = None) -> float:
+    """Mean over `region` (all of the arrays when None: pixels already picked) of how far the
+    candidate's per-pixel change exceeds frame B's (the region's pixels taken before they are
+    widened to float64: the same numbers, less work)."""
+    candidate, allowed = np.asarray(candidate), np.asarray(allowed)
+    if region is not None:
+        candidate, allowed = candidate[region], allowed[region]
+    excess = candidate.astype(np.float64) - allowed.astype(np.float64)
     return float(np.maximum(excess, 0.0).mean())
+
+
+def _normal_l1(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Per-pixel mean |difference| of (..., 3) normals, the same bits as `.mean(axis=-1)`."""
+    difference = np.abs(first - second)
+    return (difference[..., 0] + difference[..., 1] + difference[..., 2]) / np.float32(3.0)
+
+
+def _ssim_mean_by_view(values: list) -> float:
+    """`_masked_ssim_by_view` from `image_metrics.region_ssim`'s per-view values (same sums)."""
+    total, count = 0.0, 0
+    for found in values:
+        if len(found):
+            total += float(found.sum() / len(found)) * len(found)
+            count += len(found)
+    return total / count
 
 
 @contextlib.contextmanager
