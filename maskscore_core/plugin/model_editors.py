@@ -49,15 +49,19 @@ def record_path(ctx, key: str) -> Path:
     return (Path(root) if root else Path(ctx.workdir)) / RECORDS / f"{key}.json"
 
 
-def keep_decodable(editor: str, instance, ctx, outputs, config: dict) -> list[Candidate]:
+def keep_decodable(editor: str, instance, ctx, outputs, config: dict, verify=None) -> list[Candidate]:
     """outputs: (label, seed, data, extra record fields) per pass, data in the instance's modality.
-    Returns the candidates that decode; records every outcome; EditError if none decodes."""
+    `verify(data)`, when given, raises for an output the modality would decode although it is not
+    what the editor was asked to make (a talker's silence spliced between real words). Returns
+    the candidates that decode; records every outcome; EditError if none decodes."""
     modality = instance.instruction.modality
     candidates, outcomes = [], []
     for label, pass_seed, data, extra in outputs:
         asset = Asset(modality=modality, data=data, meta={"label": label, "editor": editor, "seed": pass_seed})
         outcome = {"label": label, "seed": pass_seed, **extra}
         try:
+            if verify is not None:
+                verify(data)
             plugins.call("decode_to_mesh", modality, asset=asset, instance=instance, ctx=ctx)
         except Exception as err:  # noqa: BLE001 - an undecodable output is recorded, never scored
             outcomes.append({**outcome, "decoded": False, "reason": plugins.describe_error(err)})
