@@ -238,6 +238,11 @@ class RenderCompare:
         """`decoded` in render space; `vertices` (already checked) replace its own when given."""
         if not isinstance(decoded, Decoded):
             raise RenderCompareError(f"{what}: expected a records.Decoded, got {type(decoded).__name__}")
+        if decoded.faces is not None:  # a mesh of its own topology: its own triangles rendered
+            from maskscore_core.metric import foreign_mesh
+
+            result = foreign_mesh.render(foreign_mesh.check(decoded.vertices, decoded.faces, what), self.view_config, framing)
+            return Side(result.depth, result.coverage, result.normals, activations=decoded.activations)
         if vertices is None and decoded.vertices is not None:
             vertices = self.renderer.check(decoded.vertices, what)
         if vertices is not None:
@@ -370,7 +375,7 @@ class RenderCompare:
 
             for i, candidate in enumerate(candidates):
                 vertices, motion = None, None
-                if isinstance(candidate, Decoded) and candidate.vertices is not None:
+                if isinstance(candidate, Decoded) and candidate.vertices is not None and candidate.faces is None:
                     vertices, motion = self._aligned(prepared, self.renderer.check(candidate.vertices, f"candidate {i}"))
                 side = attrs.evolve(self._side(candidate, f"candidate {i}", prepared.framing, vertices), head_motion=motion)
                 sides.append(side)
