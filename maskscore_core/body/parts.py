@@ -56,11 +56,15 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from importlib.metadata import version
 
 import attrs
 import numpy as np
+import yaml
 
 from maskscore_core import vocab
+from maskscore_core.metric.lpips_weights import cache_dir
+from maskscore_core.plugin.records import BodyState, FACIAL_ACTIONS
 
 RULES_VERSION = 4  # bump when a rule changes: it names the on-disk cache
 
@@ -207,10 +211,6 @@ def declared_overlaps() -> dict[tuple[str, str], str]:
 
 
 def _cache_file() -> Path:
-    from importlib.metadata import version
-
-    from maskscore_core.metric.lpips_weights import cache_dir
-
     return cache_dir() / f"parts-v{RULES_VERSION}-anny-{version('anny')}.npz"
 
 
@@ -235,7 +235,6 @@ def _uv_labels() -> dict[str, np.ndarray]:
     """label -> (V_soma,) bool: anny's UV body-part labels carried over to SOMA vertices."""
     import PIL.Image
     import torch
-    import yaml
 
     from maskscore_core.body.anny_model import import_anny
 
@@ -319,7 +318,6 @@ def _iris_vertices(socket: np.ndarray, faces: np.ndarray, vertices: np.ndarray, 
 def _derive_anny_parts() -> dict[str, np.ndarray]:
     """part -> sorted SOMA vertex ids, by the rules of the module docstring."""
     from maskscore_core.body.anny_model import get_body_model
-    from maskscore_core.plugin.records import FACIAL_ACTIONS, BodyState
 
     body = get_body_model()
     states = [BodyState()] + [BodyState(expression=np.eye(FACIAL_ACTIONS)[i]) for i in range(FACIAL_ACTIONS)]

@@ -28,12 +28,12 @@ import numpy as np
 from maskscore_core.body.anny_model import BodyModel, get_body_model
 from maskscore_core.plugin.records import FACIAL_ACTIONS, BodyState
 from maskscore_core.vocab import ACCESSORY_PARTS
+from maskscore_core.body import accessories
+from maskscore_core.body.parts import part_vertex_ids
 
 
 class ReferenceMesh:
     def __init__(self, body: BodyModel) -> None:
-        from maskscore_core.body import accessories
-
         self.body = body
         self.anny_vertex_count = body.vertex_count
         self.slots = accessories.slots()
@@ -82,8 +82,6 @@ class ReferenceMesh:
         return full
 
     def _scale_parts(self, vertices: np.ndarray, part_scale: dict[str, float]) -> None:
-        from maskscore_core.body.parts import part_vertex_ids
-
         for part, scale in sorted(part_scale.items()):
             if part in ACCESSORY_PARTS:
                 continue  # accessory slots apply their own scale when they are placed
@@ -113,8 +111,6 @@ class ReferenceMesh:
 @functools.cache
 def _skull_ids() -> np.ndarray:
     """ANNY vertices of the skull, which facial actions must not move: hair region and ears."""
-    from maskscore_core.body.parts import part_vertex_ids
-
     return np.unique(np.concatenate([part_vertex_ids(part) for part in ("front hair", "back hair", "ears")]))
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from maskscore_core import Editor, hookimpl
 from maskscore_core.plugin.records import Candidate
+from maskscore_core.edits.ladder import build_ladder
+from maskscore_core.plugin import manager as plugins
 
 NAME = "frame-pair"
 
@@ -20,9 +22,6 @@ def register_editors(register):
 
 @hookimpl
 def edit(editor, modality, instance, ctx):
-    from maskscore_core.plugin import manager as plugins
-    from maskscore_core.edits.ladder import build_ladder
-
     candidates = []
     for target in build_ladder(instance):
         asset = plugins.modality(modality).encode(target, ctx)

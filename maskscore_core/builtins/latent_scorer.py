@@ -40,6 +40,9 @@ import numpy as np
 
 from maskscore_core import Scorer, hookimpl
 from maskscore_core.plugin.records import Appearance, BodyState, CandidateScore
+from maskscore_core.edits.instances import APPEARANCE_TASK_TYPES
+from maskscore_core.edits.ladder import build_ladder, ideal_edit
+from maskscore_core.metric import appearance
 
 NAME = "latent-l2"
 
@@ -80,8 +83,6 @@ def look_vector(look: Appearance) -> np.ndarray:
     """The look's parameters per region (module docstring): albedo (3), light direction (3, unit),
     intensity and ambient for each part of appearance.PART_PRECEDENCE and the skin, then the
     backdrop colour (3)."""
-    from maskscore_core.metric import appearance
-
     rows = []
     for region in (*appearance.PART_PRECEDENCE, None):
         light = appearance.part_light(look, region)
@@ -116,8 +117,6 @@ def candidate_states(candidate, instance, ladder_cache: dict) -> tuple[BodyState
         return (meta["state"],)
     if candidate.rung is not None:
         if "ladder" not in ladder_cache:
-            from maskscore_core.edits.ladder import build_ladder
-
             ladder_cache["ladder"] = {t.rung: t for t in build_ladder(instance)}
         target = ladder_cache["ladder"].get(candidate.rung)
         if target is not None:
@@ -131,9 +130,6 @@ def candidate_states(candidate, instance, ladder_cache: dict) -> tuple[BodyState
 def reference_b(instance):
     """What instruction_following is measured against (module docstring): frame B, or for the
     appearance task types frame B's look carried onto frame A."""
-    from maskscore_core.edits.instances import APPEARANCE_TASK_TYPES
-    from maskscore_core.edits.ladder import ideal_edit
-
     return ideal_edit(instance) if instance.instruction.task_type in APPEARANCE_TASK_TYPES else instance.b
 
 

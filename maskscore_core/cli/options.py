@@ -7,6 +7,8 @@ from __future__ import annotations
 import click
 
 from maskscore_core import limits
+from maskscore_core.body import parts
+from maskscore_core.plugin import manager as plugins
 
 VIEWS = click.IntRange(limits.MIN_VIEWS, limits.MAX_VIEWS)
 RESOLUTION = click.IntRange(limits.MIN_RESOLUTION, limits.MAX_RESOLUTION)
@@ -35,8 +37,6 @@ class PluginName(click.ParamType):
         self.name = kind
 
     def convert(self, value, param, ctx):
-        from maskscore_core.plugin import manager as plugins
-
         installed = plugins.providers(self.kind)
         if value not in installed:
             self.fail(f"no installed {self.kind} plugin provides {value!r}; installed {self.kind}s:"
@@ -50,8 +50,6 @@ class ModalityList(click.ParamType):
     name = "modalities"
 
     def convert(self, value, param, ctx):
-        from maskscore_core.plugin import manager as plugins
-
         if isinstance(value, tuple):
             return value
         names = tuple(m.strip() for m in str(value).split(",") if m.strip())
@@ -71,8 +69,6 @@ class Part(click.ParamType):
     name = "part"
 
     def convert(self, value, param, ctx):
-        from maskscore_core.body import parts
-
         try:
             return parts.check_active(value)
         except parts.PartError as err:

@@ -13,10 +13,15 @@ sorted, so the same inputs print the same bytes).
 
 from __future__ import annotations
 
+import tempfile
+
 import click
 
 from maskscore_core.cli import options
 from maskscore_core.cli.output import noise_to_stderr, write_json
+from maskscore_core.metric.file_scoring import score_files
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import Context
 
 
 @click.command("score")
@@ -29,12 +34,6 @@ from maskscore_core.cli.output import noise_to_stderr, write_json
 @click.argument("candidates", nargs=-1, required=True, type=click.Path())
 def score_command(modality, frame_a, frame_b, part, views, resolution, candidates):
     """Score candidate files for 'edit the PART to match frame B' (render-and-compare)."""
-    import tempfile
-
-    from maskscore_core.plugin import manager as plugins
-    from maskscore_core.plugin.context import Context
-    from maskscore_core.metric.file_scoring import score_files
-
     options.check_render_size(views, resolution)
     if modality is not None and modality not in plugins.names("modality"):
         raise click.BadParameter(f"unknown modality {modality!r}; installed: {', '.join(plugins.names('modality')) or 'none'}",

@@ -32,6 +32,7 @@ from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin.context import Context
 from maskscore_core.plugin.records import Candidate, EditInstance, converter
 from maskscore_core.cli import options
+from maskscore_core.dataset.scorer_config import hook_config
 
 
 class Admission:
@@ -143,8 +144,6 @@ def make_app(scorer: str, config: dict, root: Path, max_queue: int, seed: int = 
 def serve_command(scorer, weights, views, resolution, root, host, port, max_queue):
     """Serve SCORER over HTTP: POST /score with an edit and its candidates, get their scores."""
     import uvicorn
-
-    from maskscore_core.dataset.scorer_config import hook_config
 
     options.check_render_size(views, resolution)
     plugins.lookup("scorer", scorer)  # an unknown scorer is a one-line error before listening

@@ -21,6 +21,9 @@ from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin.records import Decoded, EditInstance
 from maskscore_core.dataset import reader
 from maskscore_core.dataset.shard import make_context
+from maskscore_core.body.parts import pixel_mask
+from maskscore_core.metric.render import get_renderer
+from maskscore_core.metric.views import ViewConfig
 
 MASK_TINT = np.array([255, 64, 64], dtype=np.float64)
 MASK_ALPHA = 0.45
@@ -38,16 +41,11 @@ class UnknownKeyError(ContactSheetError, LookupError):
 
 
 def _front_view(resolution: int):
-    from maskscore_core.metric.views import ViewConfig
-
     # One view at Hammersley u = 0.5 (pitch 0) and yaw 0: straight at the face.
     return ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0))
 
 
 def _mesh_tile(vertices: np.ndarray, part: str, resolution: int) -> np.ndarray:
-    from maskscore_core.body.parts import pixel_mask
-    from maskscore_core.metric.render import get_renderer
-
     renderer = get_renderer(_front_view(resolution))
     rgb = renderer.render_rgb(vertices, resolution, resolution, view_index=0).astype(np.float64)
     mask = pixel_mask(renderer.render(vertices), part)[0]

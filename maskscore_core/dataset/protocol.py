@@ -27,6 +27,7 @@ from there, so a bench is graded by the labels it was built with.
 from __future__ import annotations
 
 from maskscore_core import vocab
+from maskscore_core.plugin import manager as plugins
 
 EXPECTED_LEVEL: dict[str, dict[int, int]] = {
     "instruction_following": {1: 0, 2: 1, 3: 2, 4: 3, 5: 3},
@@ -95,8 +96,6 @@ def rungs_of(table: dict | None) -> list[int]:
 
 def levels_for(modality: str) -> dict:
     """The levels `modality` declares (`Modality.ladder_levels`), else EXPECTED_LEVEL."""
-    from maskscore_core.plugin import manager as plugins
-
     declared = plugins.modality(modality).ladder_levels
     return EXPECTED_LEVEL if declared is None else check_levels(declared, f"the {modality} plugin")
 

@@ -21,6 +21,7 @@ from maskscore_core.dataset import schemas
 from maskscore_core.plugin.context import Context
 from maskscore_core.paths import check_key, contained
 from maskscore_core.plugin.records import Candidate, EditInstance, converter
+from maskscore_core.dataset.protocol import rungs_of
 
 
 class DatasetReadError(RuntimeError):
@@ -99,8 +100,6 @@ def candidate_values(modality: str, row: dict) -> list:
 def ladder_rungs(root: Path, modality: str, count: int) -> list[int]:
     """The rungs of a row's `count` candidates: its modality's ladder as the bench recorded it
     (`protocol.rungs_of`) when the row holds a whole ladder, else their positions 1..count."""
-    from maskscore_core.dataset.protocol import rungs_of
-
     try:
         table = build_config(root).get("ladder_levels", {}).get(modality)
     except DatasetReadError:

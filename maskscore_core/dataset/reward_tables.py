@@ -13,12 +13,17 @@ import os
 from pathlib import Path
 
 import numpy as np
+import attrs
 
 from maskscore_core import vocab
 
 from maskscore_core.dataset import schemas
 from maskscore_core.paths import contained
 from maskscore_core.plugin.records import EditInstance
+from maskscore_core.metric import appearance
+from maskscore_core.metric.render import get_renderer
+from maskscore_core.metric.views import ViewConfig
+from maskscore_core.plugin.context import RunConfig
 
 CONDITIONING_DIR = "conditioning"
 
@@ -55,9 +60,6 @@ def resolve(value, root, what: str = "a table value", error: type[Exception] = V
 def view_config(ctx):
     """The run's cameras: `ctx.config.views` views of `ctx.config.resolution` pixels (the
     RunConfig defaults without a context)."""
-    from maskscore_core.plugin.context import RunConfig
-    from maskscore_core.metric.views import ViewConfig
-
     config = ctx.config if ctx is not None else RunConfig()
     return ViewConfig(count=config.views, resolution=config.resolution)
 
@@ -99,11 +101,7 @@ def frame_a_picture(instance: EditInstance, config) -> np.ndarray:
     alone: view 0 of the Hammersley sequence depends on the count only through the u offset
     (u = offset_u / count), so count 1 with offset_u / count is the same camera.
     """
-    import attrs
-
-    from maskscore_core.metric import appearance
     from maskscore_core.body.reference_mesh import get_reference_mesh
-    from maskscore_core.metric.render import get_renderer
 
     state = instance.a.state
     vertices = get_reference_mesh().vertices([state])[0]

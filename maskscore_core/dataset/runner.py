@@ -28,6 +28,7 @@ from maskscore_core.dataset.leakage import check_leakage
 from maskscore_core.dataset.plan import BuildConfig, ShardSpec, planned_instances, shard_plan
 from maskscore_core.dataset.scorer_config import for_build
 from maskscore_core.dataset.shard import PARTIAL_DIR, WORK_DIR, build_shard, forget_trials, load_instance_maker, register_plugin_modules
+from maskscore_core.dataset.protocol import levels_for
 
 CONFIG_MARKER = ".build-config.json"
 
@@ -50,8 +51,6 @@ def content_config(config: BuildConfig) -> dict:
     """What decides the dataset's bytes, plus (scored splits) the full configuration of the scorer
     that labelled the rows, version included, so `maskscore eval` can tell when the stored scores
     are the results it is asked for, and the ladder levels the bench is graded on."""
-    from maskscore_core.dataset.protocol import levels_for
-
     register_plugin_modules(config.plugin_modules)
     scorer = for_build(config.scorer, config.views, config.resolution, config.seed) if config.scored else None
     # The labels: how each modality's rungs are expected to rank (`protocol.levels_for`).

@@ -42,6 +42,9 @@ from maskscore_core import vocab
 from maskscore_core.body import accessories
 from maskscore_core.plugin.registration import tasks_of
 from maskscore_core.plugin.records import BodyState, EditInstance, EditInstruction, Target, Trial
+from maskscore_core.body import parts
+from maskscore_core.metric import appearance
+from maskscore_core.plugin import manager as plugins
 
 ACTION_DELTA = 0.3
 BONE_DELTA_RAD = 0.05
@@ -123,8 +126,6 @@ def is_sequence(modality: str) -> bool:
 
 
 def _modality(name: str):
-    from maskscore_core.plugin import manager as plugins
-
     return plugins.modality(name)
 
 MAX_ATTEMPTS_PER_INSTANCE = 200
@@ -154,7 +155,6 @@ def check_part_for(modality: str, part: str) -> str:
 
 def _part_actions_and_bones(part: str) -> tuple[list[int], list[int]]:
     """Indices of the part's facial actions and SOMA bones (empty for accessory parts)."""
-    from maskscore_core.body import parts
     from maskscore_core.body.anny_model import get_body_model
 
     vocab.check_part(part)
@@ -185,8 +185,6 @@ def part_change(part: str, a: BodyState, b: BodyState) -> float:
 def _appearance_features(task: str, part: str, states: list[BodyState]) -> tuple[np.ndarray, np.ndarray]:
     """(N, K) what `task` compares of each state's look on `part`, each column already divided
     by its threshold, and (N,) whether the state has a look at all."""
-    from maskscore_core.metric import appearance
-
     has = np.array([s.appearance is not None for s in states])
     rows = []
     for state in states:

@@ -54,6 +54,10 @@ from maskscore_core import vocab
 from maskscore_core.body import accessories
 from maskscore_core.edits.instances import APPEARANCE_PARTS, APPEARANCE_TASK_TYPES, is_sequence, part_change, task_table
 from maskscore_core.plugin.records import Appearance, BodyState, EditInstance, Light, Target
+from maskscore_core.body import parts
+from maskscore_core.dataset.protocol import levels_for, rungs_of
+from maskscore_core.edits import instances as edits
+from maskscore_core.metric import appearance
 
 INTERPOLATION_T = 0.5
 PARTIAL_T = 0.2
@@ -76,7 +80,6 @@ def _check_part(part: str) -> str:
 
 
 def _part_indices(part: str) -> tuple[list[int], list[int]]:
-    from maskscore_core.body import parts
     from maskscore_core.body.anny_model import get_body_model
 
     if part in vocab.ACCESSORY_PARTS:
@@ -162,8 +165,6 @@ def apply_look(a: BodyState, b: BodyState, part: str, t: float, task: str) -> Bo
     """A's state with the look `task` edits moved fraction t of the way to B's: the part's albedo
     (skin_tone), the light on the part (lighting_change, set as the part's own light), or the
     backdrop colour (background_change). Shape and everything else stay A's."""
-    from maskscore_core.metric import appearance
-
     _check_part(part)
     look_a, look_b = _looks(a, b, task)
     if task == "skin_tone":
@@ -183,8 +184,6 @@ def wrong_look_part(part: str, task: str) -> str:
     """The part rung 4 of an appearance edit changes instead: among the parts of the task's group
     that share no vertex with `part` (else among every active face part), the largest (most
     vertices; vocab order on ties), so the wrong change is plainly visible."""
-    from maskscore_core.body import parts
-
     own = set(parts.part_vertex_ids(_check_part(part)).tolist())
     for pool in (APPEARANCE_PARTS[task], vocab.ACTIVE_FACE_PARTS):
         candidates = [p for p in vocab.PARTS if p in pool and p != part]
@@ -198,8 +197,6 @@ def misapply_look(a: BodyState, b: BodyState, part: str, wrong: str, task: str) 
     """Rung 4 of an appearance edit: the change asked for `part` made on `wrong` instead. B's
     albedo of the part becomes wrong's albedo (skin_tone), B's light on the part lights wrong
     (lighting_change), B's backdrop colour paints wrong (background_change); A keeps the rest."""
-    from maskscore_core.metric import appearance
-
     look_a, look_b = _looks(a, b, task)
     if task == "skin_tone":
         look = attrs.evolve(look_a, albedo={**look_a.albedo, wrong: appearance.part_albedo(look_b, part)})
@@ -212,8 +209,6 @@ def misapply_look(a: BodyState, b: BodyState, part: str, wrong: str, task: str) 
 
 def _footprint(part: str) -> set[str]:
     """What editing `part` touches: its actions, bones, accessory slot, and the part itself."""
-    from maskscore_core.body import parts
-
     if part in vocab.ACCESSORY_PARTS:
         return {f"slot:{accessories.slot_for_part(part)}", f"part:{part}"}
     return (
@@ -232,8 +227,6 @@ def _apart(part: str, other: str) -> bool:
     """Whether editing `other` leaves `part`'s comparison region alone: their regions (each part
     with what its own actions deform, `parts.region_vertex_ids`) share no vertex. A sneer moves
     the brows' region, so a nose edit would partly do an eyebrow edit's work."""
-    from maskscore_core.body import parts
-
     return not np.intersect1d(parts.region_vertex_ids(part), parts.region_vertex_ids(other)).size
 
 
@@ -281,8 +274,6 @@ STOCK_ACTIONS: dict[str, tuple[str, ...]] = {
 
 def stock_edit(a: BodyState, part: str) -> BodyState:
     """A's state with `part` edited by a fixed, deterministic amount (see STOCK_ACTIONS)."""
-    from maskscore_core.edits import instances as edits
-    from maskscore_core.body import parts
     from maskscore_core.body.anny_model import get_body_model
 
     _check_part(part)
@@ -414,8 +405,6 @@ def edit_fraction(instance: EditInstance, t: float) -> Target:
 
 def ladder_rungs(modality: str) -> list[int]:
     """The rungs `modality` makes: all five but those its ladder levels drop (`dataset.protocol`)."""
-    from maskscore_core.dataset.protocol import levels_for, rungs_of
-
     return rungs_of(levels_for(modality))
 
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from maskscore_core.plugin import manager as plugins
+
 CORE_DISTRIBUTION = "maskscore"
 
 
@@ -56,8 +58,6 @@ def distributions_for(node) -> tuple[str, ...] | None:
 
 @pytest.fixture(autouse=True)
 def _maskscore_plugin_isolation(request, monkeypatch):
-    from maskscore_core.plugin import manager as plugins
-
     wanted = distributions_for(request.node)
     if wanted is not None:
         monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", ",".join(wanted))

@@ -7,6 +7,7 @@ holding only the core and one plugin."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,10 @@ from click.testing import CliRunner
 
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.cli import main
+from maskscore_core import vocab
+from maskscore_core.dataset.protocol import graded_pairs, levels_for, rungs_of
+from maskscore_core.plugin.context import Context
+from maskscore_core.plugin.records import BodyState, Candidate, EditInstance, EditInstruction, Subject, Target
 
 # A modality plugin registers its Modality object and answers the two operation hooks for it.
 MODALITY_HOOKS = frozenset({"register_modalities", "decode_to_mesh", "mask_part"})
@@ -59,7 +64,6 @@ def round_trip_instance(modality: str):
     speech) saying two phrases, the face moved by each phrase's own visemes (as the built-in
     source moves it), so that audio, text and face motion agree. Frame B differs from A only in
     the mouth, so frame B itself is the ideal edit."""
-    from maskscore_core.plugin.records import BodyState, EditInstance, EditInstruction, Subject, Target
     from maskscore_core.speech.face_drive import text_activations
 
     subject = Subject("s1", {"age": 0.4}, voice="en-us")
@@ -79,13 +83,6 @@ def modality_round_trip(modality: str, workdir, config: dict | None = None) -> d
     A of `round_trip_instance`, write each asset to disk, decode it to the mesh, and score both
     with the built-in render-compare scorer (2 views of 32 px unless `config` says otherwise).
     Returns what a test checks, as plain JSON values."""
-    from pathlib import Path
-
-    import numpy as np
-
-    from maskscore_core.plugin.context import Context
-    from maskscore_core.plugin.records import Candidate
-
     workdir = Path(workdir)
     ctx = Context(workdir=workdir, seed=0, config={"views": 2, "resolution": 32, "frame_resolution": 32, **(config or {})})
     instance = round_trip_instance(modality)
@@ -139,15 +136,12 @@ def no_provider_message(modality: str) -> str | None:
 def small_context(workdir, **config):
     """A run context small enough for tests on shared cores: 4 views of 96 px and 48 px video
     frames, plus `config`."""
-    from maskscore_core.plugin.context import Context
-
     return Context(workdir=workdir, seed=0, config={"views": 4, "resolution": 96, "frame_resolution": 48, **config})
 
 
 def face_state(**actions: float):
     """A `BodyState` of a subject aged 0.4 with the named facial actions set (jawOpen=0.8, ...)."""
     from maskscore_core.body.anny_model import get_body_model
-    from maskscore_core.plugin.records import BodyState
 
     expression = np.zeros(52)
     for name, value in actions.items():
@@ -159,8 +153,6 @@ def unit_instance(modality: str, text: str, task_type: str, a, b, *, key: str = 
                   transcripts: tuple[str, str] = ("", ""), fps: float = 25.0):
     """An EditInstance of subject s1 (age 0.4) editing the mouth: frames A and B are a body state
     each, or a sequence of them (clips), with their transcripts."""
-    from maskscore_core.plugin.records import BodyState, EditInstance, EditInstruction, Subject, Target
-
     subject = Subject("s1", {"age": 0.4}, voice=voice)
 
     def target(label, states, transcript):
@@ -179,9 +171,6 @@ def misordered_pairs(modality: str, scores, dimensions=None) -> list[str]:
     on `dimensions` (default: all three), by the modality's own ladder levels
     (`dataset.protocol.levels_for`, where rung 1 is alone at the top on instruction_following
     and overall): [] when the ladder is recovered exactly."""
-    from maskscore_core import vocab
-    from maskscore_core.dataset.protocol import graded_pairs, levels_for, rungs_of
-
     levels = levels_for(modality)
     rungs = rungs_of(levels)
     if len(scores) != len(rungs):

@@ -28,6 +28,9 @@ from maskscore_core.plugin.records import Trial, converter
 from maskscore_core.trials.appearances import trial_appearances
 from maskscore_core.trials.clips import make_trial
 from maskscore_core.trials.subjects import DEFAULT_MIN_DISTANCE, draw_subjects
+from maskscore_core.metric.appearance import picture
+from maskscore_core.metric.render import get_renderer
+from maskscore_core.metric.views import ViewConfig
 
 SOURCE_NAME = "anny"
 _SUBJECT_STREAM, _TRIAL_STREAM, _COMMAND_STREAM, _APPEARANCE_STREAM = 0, 1, 2, 3
@@ -121,10 +124,7 @@ def render_frames(trial: Trial, workdir: Path, size: int) -> Path:
     frame's appearance (`appearance.picture`); returns the folder."""
     import imageio.v3 as iio
 
-    from maskscore_core.metric.appearance import picture
     from maskscore_core.body.reference_mesh import get_reference_mesh
-    from maskscore_core.metric.render import get_renderer
-    from maskscore_core.metric.views import ViewConfig
 
     folder = Path(workdir) / "video" / trial.trial_id
     folder.mkdir(parents=True, exist_ok=True)

@@ -50,12 +50,15 @@ import re
 import subprocess
 from pathlib import Path
 from typing import Callable, Protocol
+import importlib.metadata
 
 import attrs
 import numpy as np
 
 from maskscore_core.plugin.records import BodyState, Frame, Subject, Trial
 from maskscore_core.trials import landmark_fit
+from maskscore_core.metric.render import get_renderer
+from maskscore_core.metric.views import ViewConfig
 
 SOURCE_NAME = "speakingfaces"
 FPS = 28.0
@@ -129,8 +132,6 @@ DEFAULT_LANDMARK_DETECTOR = "mediapipe-face-mesh"
 
 def _installed_detectors() -> dict[str, Callable[[], LandmarkDetector]]:
     """Detectors installed as entry points (loaded when asked for, not at import)."""
-    import importlib.metadata
-
     found = importlib.metadata.entry_points(group=LANDMARK_DETECTOR_ENTRY_POINTS)
     return {ep.name: (lambda ep=ep: ep.load()()) for ep in sorted(found, key=lambda ep: ep.name)}
 
@@ -610,8 +611,6 @@ def extract_utterance(
         extras["estimated_depth"] = _write_npy(out / "estimated_depth.npy", depth)
     if config.render:  # step 4
         from maskscore_core.body.reference_mesh import get_reference_mesh
-        from maskscore_core.metric.render import get_renderer
-        from maskscore_core.metric.views import ViewConfig
 
         renderer = get_renderer(ViewConfig(count=config.render_views, resolution=config.render_resolution))
         result = renderer.render(get_reference_mesh().vertices([rep_fit.state])[0], what=utterance.key)
