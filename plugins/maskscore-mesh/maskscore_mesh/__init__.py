@@ -5,6 +5,7 @@ from pathlib import Path
 from maskscore_core import Column, Modality, hookimpl
 
 from maskscore_core.edits import instances as edits
+from maskscore_core.metric import foreign_mesh
 from maskscore_core.plugin.records import Asset, PartMask
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
@@ -14,7 +15,9 @@ MODALITY = representation.MODALITY
 
 
 class Mesh(Modality):
-    """The body as ANNY's reference mesh; its look (vertex colours, light, backdrop) rides in the .glb."""
+    """The body as ANNY's reference mesh; its look (vertex colours, light, backdrop) rides in the
+    .glb. Candidates may be meshes of any topology (.glb, .ply, .obj: a model's output), scored by
+    rendering their own triangles."""
 
     name = MODALITY
     table = "MeshEditReward"
@@ -34,6 +37,9 @@ class Mesh(Modality):
         return representation.decode(representation.encode(instance.frame(which)))
 
     def write(self, asset, directory, name, ctx):
+        if isinstance(asset.data, foreign_mesh.ForeignMesh):  # its own topology: its own triangles
+            path = foreign_mesh.write(Path(directory) / f"{name}{representation.SUFFIX}", asset.data)
+            return table.relative_to_root(path, ctx)
         path = representation.write(
             asset.data, Path(directory) / f"{name}{representation.SUFFIX}", asset.meta.get("appearance")
         )
@@ -41,9 +47,11 @@ class Mesh(Modality):
 
     def read(self, value, root, ctx):
         path = table.resolve(value, root)
-        vertices = representation.read(path)  # names a missing, corrupt or wrong file first
+        data = representation.read(path)  # names a missing, corrupt or bad file first
+        if isinstance(data, foreign_mesh.ForeignMesh) or path.suffix.lower() != representation.SUFFIX:
+            return Asset(modality=MODALITY, data=data, path=str(value), meta={"appearance": None})
         look = representation.read_appearance(path)
-        return Asset(modality=MODALITY, data=vertices, path=str(value), meta={"appearance": look})
+        return Asset(modality=MODALITY, data=data, path=str(value), meta={"appearance": look})
 
     def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
         return table.reward_row(instance, input_value, candidate_values, scores, dimension, root, ctx)

@@ -10,6 +10,11 @@ standard vertex colour attribute COLOR_0 (what any glTF viewer shows), and the f
 backdrop field) is the scene's `extras["maskscore_appearance"]`. Reading checks that the two
 agree (to COLOR_0's 8-bit precision), so a file whose colours were changed without its record
 (or the reverse) is rejected rather than scored with the wrong look.
+
+A mesh of another topology (an image-to-3D model's output: Pixal3D) is a candidate too: in
+memory a `foreign_mesh.ForeignMesh` (its own vertices and triangles, reference frame), on disk a
+.glb, .ply or .obj. It decodes to `Decoded(vertices, faces)`, which the metric renders with its
+own triangles (`maskscore_core.metric.foreign_mesh`); it carries no look.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from maskscore_core.metric import appearance
+from maskscore_core.metric import appearance, foreign_mesh
 
 from maskscore_core.body import meshio
 from maskscore_core.plugin.records import Appearance, Asset, Decoded, Target, converter
@@ -42,15 +47,30 @@ def encode(target: Target) -> Asset:
 
 
 def decode(asset: Asset) -> Decoded:
-    """A mesh asset decodes to itself once its vertices pass the reference-mesh check."""
+    """A mesh asset decodes to itself once its vertices pass the reference-mesh check; a mesh of
+    its own topology to its vertices and faces once they pass `foreign_mesh.check`."""
     if asset.data is None:
         raise MeshFileError(f"mesh asset {asset.path or asset.meta.get('label', '?')!r} holds no vertices")
+    if isinstance(asset.data, foreign_mesh.ForeignMesh):
+        return decode_foreign(asset)
     vertices = get_reference_mesh().check(asset.data, what=f"mesh {asset.path or asset.meta.get('label', '')}".strip())
     look = asset.meta.get("appearance")
     if look is not None and not isinstance(look, Appearance):
         raise MeshFileError(f"mesh asset {asset.path or asset.meta.get('label', '?')!r}: its appearance is a"
                             f" {type(look).__name__}, not a records.Appearance")  # fmt: skip
     return Decoded(vertices=vertices, appearance=look)
+
+
+def decode_foreign(asset: Asset) -> Decoded:
+    """A ForeignMesh asset: on the reference topology after all, the reference mesh (scored with
+    head alignment); otherwise its own vertices and triangles."""
+    what = f"mesh {asset.path or asset.meta.get('label', '')}".strip()
+    mesh = foreign_mesh.check(asset.data.vertices, asset.data.faces, what)
+    if asset.meta.get("appearance") is not None:
+        raise MeshFileError(f"{what}: a mesh of its own topology carries no appearance (no part per triangle)")
+    if foreign_mesh.is_reference(mesh):
+        return Decoded(vertices=get_reference_mesh().check(mesh.vertices, what))
+    return Decoded(vertices=mesh.vertices, faces=mesh.faces)
 
 
 def write(vertices: np.ndarray, path: Path, look: Appearance | None = None) -> Path:
@@ -73,12 +93,14 @@ def write(vertices: np.ndarray, path: Path, look: Appearance | None = None) -> P
     return path
 
 
-def read(path: Path) -> np.ndarray:
-    """The vertices of a .glb on the reference topology (the faces are the reference's; a file
-    with another vertex count, NaN coordinates or no mesh at all is rejected by name)."""
-    if path.suffix.lower() != SUFFIX:
-        raise MeshFileError(f"mesh file {str(path)!r} is not a {SUFFIX} file")
-    return meshio.read_vertices(path)
+def read(path: Path) -> np.ndarray | foreign_mesh.ForeignMesh:
+    """The vertices of a mesh file on the reference topology (.glb), or a ForeignMesh for a .glb,
+    .ply or .obj of any other topology (a file with NaN coordinates, no faces or no mesh at all
+    is rejected by name)."""
+    mesh = foreign_mesh.read(path)  # names a missing, corrupt, empty or bad file first
+    if foreign_mesh.is_reference(mesh):
+        return meshio.read_vertices(path)
+    return mesh
 
 
 def read_appearance(path: Path) -> Appearance | None:

@@ -59,12 +59,61 @@ def test_glb_round_trip_is_deterministic(ctx, tmp_path):
     np.testing.assert_allclose(back.data, asset.data, atol=1e-6)  # glTF stores float32
 
 
-def test_wrong_topology_file_is_rejected(ctx, tmp_path):
+@pytest.mark.parametrize("suffix", [".glb", ".ply", ".obj"])
+def test_a_mesh_of_any_topology_is_read_written_and_decoded(ctx, tmp_path, suffix):
     import trimesh
 
-    trimesh.creation.box().export(tmp_path / "box.glb")
-    with pytest.raises(ValueError, match="8 vertices"):
-        plugins.call("read_asset", MODALITY, modality=MODALITY, value="box.glb", root=tmp_path, ctx=ctx)
+    from maskscore_core.metric.foreign_mesh import ForeignMesh
+
+    box = trimesh.creation.box(extents=(0.3, 0.3, 0.3))
+    box.export(tmp_path / f"box{suffix}")
+    asset = plugins.call("read_asset", MODALITY, modality=MODALITY, value=f"box{suffix}", root=tmp_path, ctx=ctx)
+    assert isinstance(asset.data, ForeignMesh) and len(asset.data.faces) == 12
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=_instance(), ctx=ctx)
+    np.testing.assert_array_equal(decoded.faces, asset.data.faces)
+    value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name="box", ctx=ctx)
+    assert value == "assets/box.glb"
+    back = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
+    np.testing.assert_array_equal(back.data.faces, asset.data.faces)
+    np.testing.assert_allclose(back.data.vertices, asset.data.vertices, atol=1e-6)
+
+
+def test_bad_meshes_of_any_topology_are_one_line_errors(ctx, tmp_path):
+    import trimesh
+
+    from maskscore_core.metric.foreign_mesh import ForeignMesh
+
+    trimesh.PointCloud(np.random.default_rng(0).random((40, 3))).export(tmp_path / "points.ply")
+    with pytest.raises(ValueError, match="not a triangle mesh") as caught:
+        plugins.call("read_asset", MODALITY, modality=MODALITY, value="points.ply", root=tmp_path, ctx=ctx)
+    assert "\n" not in str(caught.value)
+    box = trimesh.creation.box(extents=(0.3, 0.3, 0.3))
+    vertices = np.asarray(box.vertices, dtype=np.float64).copy()
+    vertices[2] = np.nan
+    for data, message in ((ForeignMesh(vertices, np.asarray(box.faces)), "NaN"),
+                          (ForeignMesh(np.asarray(box.vertices), np.zeros((0, 3), np.int64)), "no faces")):
+        with pytest.raises(ValueError, match=message):
+            plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, data), instance=_instance(), ctx=ctx)
+
+
+def test_a_remeshed_candidate_scores_like_its_anny_mesh(ctx):
+    """Through the render-compare scorer: frame B subdivided and vertex-clustered (2 mm) scores
+    within tests/test_foreign_mesh.py's tolerance of frame B on ANNY's topology."""
+    from maskscore_core.body import remesh
+    from maskscore_core.metric.foreign_mesh import ForeignMesh
+    from maskscore_core.plugin.records import Candidate
+
+    instance = _instance()
+    b = get_reference_mesh().vertices([instance.b.state])[0]
+    surface = remesh.body_surface(b)
+    meshes = {"anny": b, "subdivided": ForeignMesh(*remesh.subdivide(*surface)),
+              "clustered": ForeignMesh(*remesh.cluster(*surface, 0.002))}
+    candidates = [Candidate(label=k, asset=Asset(MODALITY, v)) for k, v in meshes.items()]
+    anny, *remeshed = plugins.call("score", "render-compare", scorer="render-compare", instance=instance,
+                                   candidates=candidates, ctx=ctx)
+    for score in remeshed:
+        for dimension in ("instruction_following", "consistency", "overall"):
+            assert abs(getattr(score, dimension) - getattr(anny, dimension)) <= 0.05
 
 
 def test_nan_and_wrong_size_vertices_are_rejected(ctx):
