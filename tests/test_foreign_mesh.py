@@ -177,3 +177,34 @@ def test_bad_files_are_one_line_errors(tmp_path):
         with pytest.raises(ForeignMeshError, match=message) as caught:
             foreign_mesh.read(tmp_path / name)
         assert "\n" not in str(caught.value)
+
+
+def test_maskscore_score_takes_mesh_files_of_any_topology(tmp_path):
+    """`maskscore score` (no mesh plugin: the core's mesh files): a remeshed frame B as .obj and
+    .ply scores close to frame B itself; a frame A of another topology is a one-line error."""
+    import json
+
+    from click.testing import CliRunner
+
+    from maskscore_core.body import meshio
+    from maskscore_core.cli import main
+
+    a, b = mesh(), mesh({"jawOpen": 0.8})
+    meshio.write_mesh(tmp_path / "a.ply", a.vertices)
+    meshio.write_mesh(tmp_path / "b.ply", b.vertices)
+    sub = foreign(b, "subdivided")
+    foreign_mesh.write(tmp_path / "sub.obj", foreign_mesh.check(sub.vertices, sub.faces))
+    clustered = foreign(b, "clustered 2 mm")
+    foreign_mesh.write(tmp_path / "clustered.ply", foreign_mesh.check(clustered.vertices, clustered.faces))
+    args = ["score", "--views", "4", "--resolution", "96", "--part", "mouth", "--frame-a", str(tmp_path / "a.ply"),
+            "--frame-b", str(tmp_path / "b.ply")]
+    result = CliRunner().invoke(main, [*args, str(tmp_path / "b.ply"), str(tmp_path / "sub.obj"), str(tmp_path / "clustered.ply")])
+    assert result.exit_code == 0, result.output
+    exact, *remeshed = json.loads(result.stdout)["candidates"]
+    for other in remeshed:
+        for dimension in ("instruction_following", "consistency", "overall"):
+            assert abs(other[dimension] - exact[dimension]) <= TOLERANCE
+    result = CliRunner().invoke(main, [*args[:-4], "--frame-a", str(tmp_path / "sub.obj"), "--frame-b", str(tmp_path / "b.ply"),
+                                       str(tmp_path / "b.ply")])
+    assert result.exit_code != 0
+    assert "vertices, but the reference mesh has" in result.output and len(result.output.strip().splitlines()) == 1

@@ -155,10 +155,14 @@ def timeline_frames(asset) -> int:
 
 
 def _read(path: Path, modality: str | None, ctx):
-    if modality is None:
+    if modality is None:  # a mesh file: the reference topology, or any other (a model's output)
         from maskscore_core.body.meshio import read_vertices
+        from maskscore_core.metric import foreign_mesh
 
-        return None, Decoded(vertices=read_vertices(path))
+        mesh = foreign_mesh.read(path)
+        if foreign_mesh.is_reference(mesh):
+            return None, Decoded(vertices=read_vertices(path))
+        return None, Decoded(vertices=mesh.vertices, faces=mesh.faces)
     m = plugins.modality(modality)
     if _holds_numbers(m) and path.suffix.lower() in NUMBER_SUFFIXES:
         return m.read(numbers_of(path, modality), None, ctx), None
