@@ -230,6 +230,16 @@ def _apart(part: str, other: str) -> bool:
     return not np.intersect1d(parts.region_vertex_ids(part), parts.region_vertex_ids(other)).size
 
 
+def wrong_part_pool(part: str, modality: str) -> list[str]:
+    """The parts rung 4 of a `part` edit in `modality` may edit, whatever frames A and B are
+    (`wrong_part` picks one by what B changes): [] when there is none."""
+    _check_part(part)
+    target = _footprint(part)
+    pool = [p for p in vocab.PARTS if p in task_table(modality) and p != part and not (_footprint(p) & target)]
+    pool = [p for p in pool if p != "neck"] or pool
+    return [p for p in pool if _apart(part, p)] or pool
+
+
 def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> tuple[str, bool]:
     """The part rung 4 edits instead, and whether it takes B's values there (else `stock_edit`).
 
@@ -239,11 +249,7 @@ def wrong_part(part: str, modality: str, a: BodyState, b: BodyState) -> tuple[st
     part with it). Among those, the one changing most from A to B (vocab order on ties) takes B's
     values where it really changes (`part_change` >= 1), else its stock edit, so rung 4 is always
     a real edit. NoWrongPart when the modality edits no such part."""
-    _check_part(part)
-    target = _footprint(part)
-    pool = [p for p in vocab.PARTS if p in task_table(modality) and p != part and not (_footprint(p) & target)]
-    pool = [p for p in pool if p != "neck"] or pool
-    pool = [p for p in pool if _apart(part, p)] or pool
+    pool = wrong_part_pool(part, modality)
     if not pool:
         raise NoWrongPart(f"the {modality} modality edits no part that shares nothing with the {part!r}:"
                           " rung 4 (wrong part) cannot be made; its ladder levels must drop it")

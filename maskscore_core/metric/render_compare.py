@@ -11,15 +11,21 @@ Regions (per view, per pixel):
 instruction_following is calibrated on the edit itself: for each distance d (inside), how much
 of frame A's distance to frame B the candidate took away,
 
-    term = max(0, 1 - (d(candidate, B) / d(A, B)) ** e),  e such that the halfway mesh scores 0.5
+    term = max(-1, 1 - (d(candidate, B) / d(A, B)) ** e),  e such that the halfway mesh scores 0.5
 
-so frame B scores 1, doing nothing 0, overshooting or moving the wrong way less than B. Each row
+so frame B scores 1, doing nothing 0, moving away from B below 0 (down to -1 at twice A's
+distance from it), overshooting or moving the wrong way less than B. Each row
 calibrates e per distance on the mesh halfway between frames A and B (vertex by vertex, B on A's
 head), rendered once with them: how fast a distance falls as the part nears B depends on the
 part, the subject and the resolution (outlines and shading shift by whole pixels), and the
 halfway mesh measures it, so a candidate a fraction f of the way scores about f. The terms are
 averaged with weights d(A, B) / SCALES[d]: a distance that barely tells A from B (the geometry of
-a lighting change) carries no weight, and nothing switches on or off.
+a lighting change) carries no weight, and nothing switches on or off. The mean m in [-1, 1] maps
+to the score through a soft floor, max(m, 0) + SOFT_FLOOR * log(1 + exp(-|m| / SOFT_FLOOR)):
+m for every m well above 0, SOFT_FLOOR * log 2 (0.014) for doing nothing, and still falling below
+it, so a candidate that moved the part away from B ranks below one that did nothing. Terms are
+not floored at 0 one by one: a candidate a little closer on one distance and farther on the
+others (another subject's mouth, rung 5) would keep the one and drop the others.
 
 consistency compares the candidate with frame A outside, counting per pixel only the change
 beyond the one frame B (or the halfway mesh) itself makes there (`max(0, d(c, A) - d(B, A))` per
@@ -79,6 +85,9 @@ SCALES: dict[str, float] = {
 # bounds where the halfway mesh is no help (d(A, B) at render noise, or no closer to B than A is).
 # Measured d(halfway, B) / d(A, B): 0.36-0.8 over the parts the source edits (docs/metric.md).
 EXPONENT_RANGE = (0.5, 3.0)
+# How far below 0 one follow term goes (a candidate twice as far from B as A is), and the width
+# of the soft floor that keeps the averaged terms' order below 0 (docs/metric.md).
+TERM_FLOOR, SOFT_FLOOR = -1.0, 0.02
 # Keeps d(c, B) / d(A, B) finite where frame B equals frame A (then only B itself scores 1) and
 # gives every distance a little weight then; a millionth of the scale is far below render noise.
 FLOOR = 1e-6
@@ -95,8 +104,9 @@ OVERALL_WEIGHTS: dict[str, float] = {"instruction_following": 0.5, "consistency"
 NO_ALIGN_PARTS = ("neck",)
 # The formulas' revision: bump when a change moves any score. `dataset.scorer_config` keys stored
 # scores by it. 2: calibrated instruction_following, consistency beyond frame B's own change,
-# alignment always, framing on frame A's head (issue 12).
-METRIC_VERSION = 2
+# alignment always, framing on frame A's head (issue 12). 3: follow terms down to TERM_FLOOR,
+# averaged, then the soft floor (issue 12 point 5).
+METRIC_VERSION = 3
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
 # distances["ref.<d>"] and ["half.<d>"]: d(A, B) and d(halfway, B) inside, what instruction_following
@@ -141,15 +151,23 @@ def exponent(name: str, reference: float, halfway: float) -> float:
 
 
 def follow_term(name: str, distance: float, reference: float, halfway: float) -> float:
-    """How much of d(A, B) = `reference` a candidate at d(c, B) = `distance` took away, in [0, 1],
-    calibrated so that d(c, B) = `halfway` (the halfway mesh's) scores 1/2."""
+    """How much of d(A, B) = `reference` a candidate at d(c, B) = `distance` took away, in
+    [TERM_FLOOR, 1] (below 0: it moved away from B), calibrated so that d(c, B) = `halfway` (the
+    halfway mesh's) scores 1/2."""
     _check_distance(name, distance)
     ratio = distance / (reference + FLOOR * SCALES[name])
-    return max(0.0, 1.0 - ratio ** exponent(name, reference, halfway))
+    return max(TERM_FLOOR, 1.0 - ratio ** exponent(name, reference, halfway))
+
+
+def soft_floor(mean: float) -> float:
+    """The averaged follow terms as a score in (0, 1]: `mean` above 0, smoothly above 0 below it
+    (strictly increasing, so candidates that moved away from B keep their order)."""
+    return max(mean, 0.0) + SOFT_FLOOR * math.log1p(math.exp(-abs(mean) / SOFT_FLOOR))
 
 
 def follow_score(distances: dict[str, float], references: dict[str, float], halfway: dict[str, float]) -> float:
-    """instruction_following: the follow terms averaged with weights d(A, B) / scale (+ FLOOR)."""
+    """instruction_following: the follow terms averaged with weights d(A, B) / scale (+ FLOOR),
+    through the soft floor."""
     if not distances:
         raise RenderCompareError("no distance to combine into a score")
     missing = sorted(set(distances) - (set(references) & set(halfway)))
@@ -157,7 +175,7 @@ def follow_score(distances: dict[str, float], references: dict[str, float], half
         raise RenderCompareError(f"no frame A to frame B distance to calibrate {missing} on")
     weights = {k: WEIGHTS[k] * (references[k] / SCALES[k] + FLOOR) for k in sorted(distances)}
     total = sum(weights.values())
-    return sum(weights[k] * follow_term(k, distances[k], references[k], halfway[k]) for k in weights) / total
+    return soft_floor(sum(weights[k] * follow_term(k, distances[k], references[k], halfway[k]) for k in weights) / total)
 
 
 def scores_of(distances: dict[str, dict[str, float]], references: dict[str, float], halfway: dict[str, float]) -> CandidateScore:

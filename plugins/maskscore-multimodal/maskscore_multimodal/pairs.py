@@ -25,16 +25,21 @@ An output must also be one the metric can judge for the part (`scorable_output`)
 turns the head, and render-and-compare measures consistency against frame A carried along to
 the candidate's head (`render_compare.NO_ALIGN_PARTS`), which needs the candidate's vertices. A
 depth map has none, so the turn the edit asks for counted against it (measured: rung 1's
-consistency 0.37, rung 4 above rungs 1-3 on overall); depth is no output for the neck.
+consistency 0.37, rung 4 above rungs 1-3 on overall); depth is no output for the neck. Nor for
+the face: every other part shares an action with it, so its ladder's wrong part (rung 4) is the
+neck's turn, which a depth map cannot be aligned for either, so the turned head counted against
+rung 4 on both dimensions and it fell below another subject's face (overall 0.226 against 0.282
+on keypoints->depth and video->depth, seed 0).
 
 Pairs per part: mouth 12 (inputs depth, keypoints, speech, text, video; outputs depth,
-keypoints, video), face 6, eyebrow 6, irides 1 (pose->video), neck 6 (inputs depth, keypoints,
+keypoints, video), face 4 (outputs keypoints, video), eyebrow 6, irides 1 (pose->video), neck 6 (inputs depth, keypoints,
 pose, video; outputs keypoints, video).
 `ctx.config["multimodal_pair"] = "pose->video"` pins a pair (for tests and ablations).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import attrs
@@ -100,10 +105,21 @@ def carries(path: str, part: str) -> bool:
 
 def scorable_output(path: str, part: str) -> bool:
     """Whether render-and-compare can judge `path`'s candidates of `part` (module docstring):
-    not a render-space path (depth maps) for a part whose edit carries the head."""
+    not a render-space path (depth maps) for a part whose edit carries the head, nor for one
+    whose ladder's wrong part (rung 4, `ladder.wrong_part_pool`) does: the face's only one is the
+    neck, whose turn a depth map cannot be aligned for."""
     from maskscore_core.metric.render_compare import NO_ALIGN_PARTS
 
-    return not (path in RENDER_SPACE_PATHS and part in NO_ALIGN_PARTS)
+    if path not in RENDER_SPACE_PATHS:
+        return True
+    return part not in NO_ALIGN_PARTS and not set(_wrong_parts(part)) & set(NO_ALIGN_PARTS)
+
+
+@functools.cache
+def _wrong_parts(part: str) -> tuple[str, ...]:
+    from maskscore_core.edits.ladder import wrong_part_pool
+
+    return tuple(wrong_part_pool(part, "multimodal"))
 
 
 def eligible_pairs(part: str) -> list[Pair]:

@@ -43,6 +43,7 @@ class TestMultimodalContract(ModalityContract):
     ladder_instances = 2
     ladder_seed = 0
     round_trip_config = {"multimodal_pair": "keypoints->depth"}
+    stores_written_values = False  # its first input column names the input path (check_rows checks the values)
 
     def unit_instance(self):
         return _instance()
@@ -72,7 +73,8 @@ def test_pairs_are_deterministic_from_the_key_and_cover_the_paths(ctx):
     assert all("pose" not in (p.input, p.output) for p in eligible_pairs("eyebrow")) and len(eligible_pairs("eyebrow")) == 6
     # A depth map cannot follow the head a neck edit turns: no depth output for the neck.
     assert len(eligible_pairs("neck")) == 6 and {p.output for p in eligible_pairs("neck")} == {"keypoints", "video"}
-    assert any(p.output == "depth" for p in eligible_pairs("face"))
+    # Nor for the face, whose only wrong part (rung 4) is the neck: a turn a depth map cannot follow either.
+    assert len(eligible_pairs("face")) == 4 and {p.output for p in eligible_pairs("face")} == {"keypoints", "video"}
     same_words = _instance(b_transcript="turn on the lights")
     assert _pinned(ctx, "pose->video").config["multimodal_pair"] == "pose->video"
     assert choose_pair(same_words, _pinned(ctx, "pose->video")) == Pair("pose", "video")
@@ -167,11 +169,6 @@ def _instances(built_in_trials, count):
 
 LADDER_PARTS = ("mouth", "face", "eyebrow", "irides", "neck")
 
-# Open (issue 12, point 5): a face edit's only wrong part here is the neck, and a depth output
-# cannot carry frame A's head along with the turn, so rung 4 (0.226 overall) falls below rung 5
-# (0.282) on the paths into depth (keypoints->depth, video->depth) of the first face instance.
-KNOWN_OUT_OF_ORDER = {"face": {"keypoints->depth", "video->depth"}}
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("part", LADDER_PARTS)
@@ -186,5 +183,4 @@ def test_ladder_is_strict_through_every_path_pair(ctx, built_in_trials, part):
         misordered = misordered_pairs(MODALITY, scores, ("instruction_following", "overall"))
         if misordered:
             out_of_order[str(pair)] = misordered
-    # Exactly the known open cases fail, so a fix (or a new failure) makes this test say so.
-    assert set(out_of_order) == KNOWN_OUT_OF_ORDER.get(part, set()), (instance.key, out_of_order)
+    assert out_of_order == {}, instance.key

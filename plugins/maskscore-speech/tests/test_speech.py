@@ -54,14 +54,9 @@ class TestSpeechContract(SpokenModalityContract):
             misordered = misordered_pairs(MODALITY, scores)
             if misordered:
                 out_of_order[instance.key] = misordered
-        # Exactly the known open cases fail, so a fix (or a new failure) makes this test say so.
-        assert set(out_of_order) == KNOWN_OUT_OF_ORDER, out_of_order
-
-
-# Open (issue 12, point 5): rung 3's third of frame B's words ("pay air quality today" keeps one
-# short word of B's) is barely an edit, and the calibrated instruction_following credits rung 5
-# for the one distance (activations) where it is a little closer: 0.019 against 0.053.
-KNOWN_OUT_OF_ORDER = {"speech-anny-s002-t000-anny-s002-t001-mouth"}
+            # The exact edit decodes as frame B's reference does (`decode_reference`): it scores 1.
+            assert scores[0].instruction_following == 1.0, instance.key
+        assert out_of_order == {}
 
 
 def test_audio_is_16_bit_and_another_voice_moves_the_mouth_otherwise(ctx):

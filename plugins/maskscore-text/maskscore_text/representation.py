@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from maskscore_core.plugin.records import Decoded, EditInstance, Target
+from maskscore_core.plugin.records import Decoded, EditInstance
 from maskscore_core.speech.spoken_mesh import DEFAULT_SAMPLED_FRAMES, decode_activations, spoken_part_actions
 
 MODALITY = "text"
@@ -52,11 +50,6 @@ def check_text(value, what: str = "transcript") -> str:
     return value
 
 
-def video_activations(target: Target) -> np.ndarray:
-    """The truth a text candidate is held to: the target clip's per-frame expressions."""
-    return np.stack([state.expression for state in target.states])
-
-
 def decode_text(text: str, instance: EditInstance, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:
     """Text carries no timing: its words are spoken in frame A's subject's voice (espeak-ng) and
     timed by pocketsphinx (`speech.face_drive.voiced_text_activations`), so they move the mouth
@@ -68,9 +61,13 @@ def decode_text(text: str, instance: EditInstance, frames: int = DEFAULT_SAMPLED
 
 
 def decode_target(instance: EditInstance, which: str, frames: int = DEFAULT_SAMPLED_FRAMES) -> Decoded:
-    """Frame A's or B's reference: that clip's video-derived activations (the truth), on frame
-    A's body like every candidate."""
-    return decode_activations(instance, video_activations(instance.frame(which)), frames)
+    """Frame A's or B's reference: that target's transcript decoded as any text candidate is
+    (`decode_text`: spoken in frame A's subject's voice), on frame A's body.
+
+    The reference is what the ideal transcript drives, not the clip's video-derived activations:
+    those also carry what no words move (a smile, a sneer) and the clip's own voice and
+    alignment, so frame B's exact words scored 0.82-0.84 against them (issue 12)."""
+    return decode_text(check_text(instance.frame(which).transcript, f"transcript of frame {which.upper()}"), instance, frames)
 
 
 def part_actions(part: str) -> tuple[str, ...]:

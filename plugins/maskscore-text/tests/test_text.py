@@ -25,6 +25,7 @@ class TestTextContract(SpokenModalityContract):
     bad_files = ((float("nan"), {}, "NaN"), ("   ", {}, "empty"), (3, {}, "must be a string"))
     ladder_instances = 3
     ladder_seed = 0
+    stores_written_values = False  # the table keeps the transcripts themselves (check_rows)
 
     def unit_instance(self):
         return _instance()
