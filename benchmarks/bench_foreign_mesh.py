@@ -1,0 +1,108 @@
+"""Meshes of any topology against the same meshes in ANNY's topology (issue 15 item 2).
+
+The ladder of tests/test_render_compare.py (per part: 1 frame B, 2 half the edit, 3 a fifth,
+4 another part edited, 5 another subject with B's expression) is scored with the candidates on
+ANNY's topology, then as meshes of their own topology (`metric.foreign_mesh`): the same
+triangles, one midpoint subdivision, vertex clustering at 2 mm and 4 mm (`body.remesh`). Prints
+each ladder, the largest gap to ANNY's topology per dimension over rungs 1-4 (rung 5 is moved
+onto frame A's head only on ANNY's topology), whether each ladder keeps its order on overall, and
+seconds per candidate.
+
+    .venv/bin/python benchmarks/bench_foreign_mesh.py --views 8 --resolution 128
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+import numpy as np
+
+DIMENSIONS = ("instruction_following", "consistency", "overall")
+LADDER = {
+    "mouth": ({"jawOpen": 0.8}, {"browInnerUp": 1.0}),
+    "eyebrow": ({"browInnerUp": 1.0}, {"jawOpen": 0.8}),
+    "irides": ({"eyeLookUpLeft": 1.0, "eyeLookUpRight": 1.0}, {"jawOpen": 0.8}),
+    "neck": ({"bone:Neck1:1": 0.25, "bone:Neck2:1": 0.15}, {"jawOpen": 0.8}),
+}
+OTHER_SUBJECT = {"gender": 0.9, "weight": 0.8, "age": 0.3}
+
+
+def _mesh(actions=None, phenotype=None):
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.plugin.records import BodyState, Decoded
+
+    body = get_reference_mesh().body
+    expression, pose = np.zeros(52), np.zeros((78, 3))
+    for name, value in (actions or {}).items():
+        if name.startswith("bone:"):
+            _, bone, axis = name.split(":")
+            pose[body.bone_index(bone), int(axis)] = value
+        else:
+            expression[body.action_index(name)] = value
+    state = BodyState(expression=expression, pose=pose, phenotype=phenotype or {})
+    return Decoded(vertices=get_reference_mesh().vertices([state])[0])
+
+
+def _remeshings():
+    from maskscore_core.body import remesh
+
+    return {
+        "same triangles": lambda v, f: (v, f),
+        "subdivided": remesh.subdivide,
+        "clustered 2 mm": lambda v, f: remesh.cluster(v, f, 0.002),
+        "clustered 4 mm": lambda v, f: remesh.cluster(v, f, 0.004),
+    }
+
+
+@click.command()
+@click.option("--views", default=8, show_default=True)
+@click.option("--resolution", default=128, show_default=True)
+@click.option("--part", "parts", multiple=True, help="parts to run (default: all four)")
+@click.option("--out", type=click.Path(), help="also write the figures as JSON here")
+def main(views, resolution, parts, out):
+    import warp
+
+    warp.config.quiet = True
+    from maskscore_core.body import remesh
+    from maskscore_core.metric.render_compare import RenderCompare
+    from maskscore_core.metric.views import ViewConfig
+    from maskscore_core.plugin.records import Decoded
+
+    compare = RenderCompare(ViewConfig(count=views, resolution=resolution))
+    report = {}
+    for part in parts or LADDER:
+        edit, wrong = LADDER[part]
+        a, b = _mesh(), _mesh(edit)
+        prepared = compare.prepare(a, b, part)
+        rungs = [b, _mesh({k: 0.5 * v for k, v in edit.items()}), _mesh({k: 0.2 * v for k, v in edit.items()}),
+                 _mesh(wrong), _mesh(edit, OTHER_SUBJECT)]  # fmt: skip
+        start = time.perf_counter()
+        anny = compare.score(prepared, rungs)
+        rows = {"anny": (anny, (time.perf_counter() - start) / len(rungs))}
+        for name, how in _remeshings().items():
+            meshes = [how(*remesh.body_surface(r.vertices)) for r in rungs]
+            start = time.perf_counter()
+            scores = compare.score(prepared, [Decoded(vertices=v, faces=f) for v, f in meshes])
+            rows[name] = (scores, (time.perf_counter() - start) / len(rungs))
+        click.echo(f"{part} ({views} views x {resolution} px): overall | instruction_following | consistency, rungs 1-5;"
+                   " max |gap| to anny over rungs 1-4 (if, cons, overall); in order; s/candidate")  # fmt: skip
+        report[part] = {}
+        for name, (scores, seconds) in rows.items():
+            figures = {d: [round(getattr(s, d), 3) for s in scores] for d in DIMENSIONS}
+            gaps = {d: round(max(abs(getattr(s, d) - getattr(t, d)) for s, t in zip(scores[:4], anny[:4])), 3) for d in DIMENSIONS}
+            ordered = all(x > y for x, y in zip(figures["overall"], figures["overall"][1:]))
+            click.echo(f"  {name:15s} {' '.join(f'{x:.3f}' for x in figures['overall'])} | "
+                       f"{' '.join(f'{x:.3f}' for x in figures['instruction_following'])} | "
+                       f"{' '.join(f'{x:.3f}' for x in figures['consistency'])}; "
+                       f"gap {gaps['instruction_following']:.3f} {gaps['consistency']:.3f} {gaps['overall']:.3f}; "
+                       f"{'in order' if ordered else 'OUT OF ORDER'}; {seconds:.2f} s")  # fmt: skip
+            report[part][name] = {**figures, "gap": gaps, "in_order": ordered, "seconds_per_candidate": round(seconds, 3)}
+    if out:
+        with open(out, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()
