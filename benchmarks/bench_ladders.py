@@ -15,6 +15,7 @@ scored through the pair its key chooses (`maskscore_multimodal.pairs.choose_pair
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -47,23 +48,25 @@ def ladder_rows(modality: str, trials, ctx, instances: int, seed: int, parts=())
     return rows
 
 
+def report_rows(modality: str, seed: int, rows) -> None:
+    """One modality's ladders of one seed, printed as soon as they are scored."""
+    print(f"\n{modality}, seed {seed}")
+    if isinstance(rows, dict):
+        print(f"  not scored: {rows['error']}")
+        return
+    for row in rows:
+        rungs = "/".join(str(r) for r in row["rungs"])
+        print(f"  {row['part']:<10} rungs {rungs}  {row['key']}")
+        for dimension in DIMENSIONS:
+            print(f"    {dimension:<22}" + " ".join(f"{v:6.3f}" for v in row[dimension]))
+        for wrong in row["out_of_order"]:
+            print(f"    OUT OF ORDER {wrong}")
+
+
 def report(figures: dict) -> None:
-    for modality, by_seed in figures["modalities"].items():
-        print(f"\n{modality} ({figures['views']} views x {figures['resolution']} px)")
-        for seed, rows in by_seed.items():
-            if isinstance(rows, dict):
-                print(f"  seed {seed}: not scored: {rows['error']}")
-                continue
-            for row in rows:
-                rungs = "/".join(str(r) for r in row["rungs"])
-                print(f"  seed {seed} {row['part']:<10} rungs {rungs}  {row['key']}")
-                for dimension in DIMENSIONS:
-                    print(f"    {dimension:<22}" + " ".join(f"{v:6.3f}" for v in row[dimension]))
-                for wrong in row["out_of_order"]:
-                    print(f"    OUT OF ORDER {wrong}")
     total = [r for by_seed in figures["modalities"].values() for rows in by_seed.values() if isinstance(rows, list) for r in rows]
     good = sum(not r["out_of_order"] for r in total)
-    print(f"\n{good} of {len(total)} ladders in order on every graded pair ({figures['seconds']:.0f} s)")
+    print(f"{good} of {len(total)} ladders in order on every graded pair ({figures['seconds']:.0f} s)")
 
 
 @click.command()
@@ -82,6 +85,7 @@ def main(modalities, seeds, instances, subjects, views, resolution, parts, pair,
     from maskscore_core.metric.render_compare import METRIC_VERSION
     from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
 
+    sys.stdout.reconfigure(line_buffering=True)  # each modality's ladders show as they are scored
     start = time.perf_counter()
     names = list(modalities) or [getattr(m, "name", m) for m in plugins.modalities()]
     figures = {"views": views, "resolution": resolution, "metric_version": METRIC_VERSION, "modalities": {}}
@@ -99,7 +103,9 @@ def main(modalities, seeds, instances, subjects, views, resolution, parts, pair,
                 except Exception as err:  # reported, never given scores
                     rows = {"error": f"{type(err).__name__}: {err}"}
                 figures["modalities"].setdefault(name, {})[seed] = rows
+                report_rows(name, seed, rows)
     figures["seconds"] = time.perf_counter() - start
+    print(f"\n{views} views x {resolution} px, metric revision {METRIC_VERSION}")
     report(figures)
     if out_path:
         Path(out_path).parent.mkdir(parents=True, exist_ok=True)
