@@ -224,19 +224,20 @@ def test_known_good_audio_through_the_editors_post_processing_is_decoded_and_sco
     assert made.instruction_following > own.instruction_following
 
 
-def test_build_bench_with_the_talker_records_the_random_models_outputs(tiny, tmp_path):
-    """`maskscore build bench --editor talker` on one speech instance: the tiny model's outputs are
-    recorded with their reasons and the build stops with one line, exit code non-zero."""
+def test_build_bench_with_the_talker_stops_on_the_random_models_outputs_with_their_reasons(tiny, tmp_path):
+    """`maskscore build bench --editor talker` on one speech instance (seed 12: two bench subjects
+    among two): the tiny model's output is not scored; the build stops with one line carrying the
+    reason, exit code 1. (A build that commits no shard releases its scratch space, the
+    editor-outputs record with it: the reasons live on in the error line.)"""
     from click.testing import CliRunner
     from maskscore_core.cli import main
 
     out = tmp_path / "bench"
-    args = ["build", "bench", "--out", str(out), "--rows", "3", "--seed", "0", "--modalities", "speech", "--views", "2",
-            "--resolution", "32", "--editor", "talker", "--editor-option", f"weights={tiny}", "--editor-option", "candidates=1",
-            "--editor-option", "steps=1", "--editor-option", "max_seconds=0.3", "--quiet"]
+    args = ["build", "bench", "--out", str(out), "--rows", "3", "--seed", "12", "--subjects", "2", "--modalities", "speech",
+            "--views", "2", "--resolution", "32", "--editor", "talker", "--editor-option", f"weights={tiny}",
+            "--editor-option", "candidates=1", "--editor-option", "steps=1", "--editor-option", "max_seconds=0.3", "--quiet"]
     result = CliRunner().invoke(main, args)
-    assert result.exit_code != 0
-    assert "talker: none of the 1 outputs for" in result.output and "NotSaidError" in result.output
-    (record_path,) = (out / "editor-outputs").glob("*.json")
-    record = json.loads(record_path.read_text())
-    assert record["editor"] == "talker" and record["config"]["steps"] == 1 and not record["candidates"][0]["decoded"]
+    assert result.exit_code == 1
+    (line,) = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert "talker: none of the 1 outputs for speech-00000-0000-speech-" in line
+    assert "NotSaidError: the talker's audio for '" in line and "(raised by 'edit' of maskscore-talker" in line
