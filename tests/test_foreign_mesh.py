@@ -207,4 +207,4 @@ def test_maskscore_score_takes_mesh_files_of_any_topology(tmp_path):
     result = CliRunner().invoke(main, [*args[:-4], "--frame-a", str(tmp_path / "sub.obj"), "--frame-b", str(tmp_path / "b.ply"),
                                        str(tmp_path / "b.ply")])
     assert result.exit_code != 0
-    assert "vertices, but the reference mesh has" in result.output and len(result.output.strip().splitlines()) == 1
+    assert "sub.obj) is not on the reference topology" in result.output and len(result.output.strip().splitlines()) == 1

@@ -191,6 +191,10 @@ def score_files(frame_a, frame_b, part: str, candidates, ctx, modality: str | No
         if ref.vertices is None and ref.frames is None:
             raise FileScoringError(f"frame {which} ({path}) decodes to no mesh, and the part's pixels come from a mesh render;"
                                    " give --frame-a and --frame-b as meshes (.glb)")  # fmt: skip
+        if ref.faces is not None:
+            raise FileScoringError(f"frame {which} ({path}) is not on the reference topology ({len(ref.vertices)} vertices,"
+                                   f" {len(ref.faces)} triangles); the part's pixels come from the reference mesh's"
+                                   " triangles, so only candidates may be meshes of their own topology")  # fmt: skip
     scores = score_decoded(render_compare_of(ctx), part, ref_a, ref_b, decoded[2:])
     config = render_compare_of(ctx).view_config
     return {

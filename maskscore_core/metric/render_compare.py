@@ -309,6 +309,11 @@ class RenderCompare:
             raise RenderCompareError(
                 "frames A and B must be meshes (Decoded.vertices): the part's pixels come from their face-index pass"
             )
+        if ref_a.faces is not None or ref_b.faces is not None:
+            raise RenderCompareError(
+                "frames A and B must be on the reference topology (the part's pixels come from its triangles);"
+                " only candidates may be meshes of their own topology"
+            )
         vertices_a = self.renderer.check(ref_a.vertices, "frame A")
         vertices_b = self.renderer.check(ref_b.vertices, "frame B")
         if framing is None:
