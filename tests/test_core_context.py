@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pickle
+import sys
 
 import attrs
 import pytest
 
 from maskscore_core import limits
-from maskscore_core.plugin.context import Context, RunConfig
+from maskscore_core.plugin.context import Context, RunConfig, setting
 from maskscore_core.dataset.reward_tables import dataset_root, view_config
 
 
@@ -49,3 +50,75 @@ def test_settings_are_checked_when_changed_too():
     config["multimodal_pair"] = "pose->video"
     del config["multimodal_pair"]
     assert dict(config) == {"views": 8, "resolution": 64, "weights": "default", "temperature": 0.0}
+
+
+TOY_OPTIONS = """
+import attrs
+
+from maskscore_core.plugin.context import setting
+
+
+@attrs.frozen
+class ToyOptions:
+    toy_frames: int = setting(5, lambda v: isinstance(v, int) and v >= 1, "a whole number of at least 1", int)
+    toy_mode: str = setting("fast", lambda v: v in ("fast", "exact"), "'fast' or 'exact'")
+"""
+TOY_PLUGIN = TOY_OPTIONS + """
+
+from maskscore_core import Scorer, hookimpl
+
+
+@hookimpl
+def register_scorers(register):
+    register(Scorer("toy-options", options=ToyOptions))
+"""
+_space: dict = {}
+exec(TOY_OPTIONS, _space)
+_ToyOptions = _space["ToyOptions"]
+
+
+def test_a_plugin_reads_its_settings_typed_with_defaults():
+    config = RunConfig.of({"views": 4, "toy_frames": "3"})
+    assert config.options(_ToyOptions) == _ToyOptions(toy_frames=3, toy_mode="fast")
+    assert RunConfig().options(_ToyOptions).toy_frames == 5
+    for value, message in ((0, "'toy_frames' must be a whole number of at least 1, got 0"),
+                           ("many", "'toy_frames' must be a whole number of at least 1, got 'many'")):  # fmt: skip
+        with pytest.raises(limits.LimitError, match=message):
+            RunConfig.of({"toy_frames": value}).options(_ToyOptions)
+
+
+@pytest.fixture
+def toy_options_plugin(tmp_path, monkeypatch):
+    from maskscore_core.dataset.shard import register_plugin_modules
+    from maskscore_core.plugin import manager as plugins
+
+    (tmp_path / "toy_options_plugin.py").write_text(TOY_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins.reset()
+    register_plugin_modules(["toy_options_plugin"])
+    yield plugins
+    plugins.reset()
+    sys.modules.pop("toy_options_plugin", None)
+
+
+def test_settings_are_checked_against_what_installed_plugins_declare(toy_options_plugin):
+    plugins = toy_options_plugin
+    declared = plugins.lookup("scorer", "toy-options").obj.options
+    assert plugins.option_classes()[declared].startswith("scorer 'toy-options'")
+    config = plugins.check_run_config({"views": 4, "toy_mode": "exact", "editor_options": {"steps": "2"}})
+    assert config.options(declared).toy_mode == "exact"
+    with pytest.raises(limits.LimitError, match="run config 'toy_mdoe' is not a setting of the core or of an installed plugin;"
+                                                " settings: .*toy_frames, toy_mode"):  # fmt: skip
+        plugins.check_run_config({"toy_mdoe": "exact"})
+    with pytest.raises(limits.LimitError, match="'toy_mode' must be 'fast' or 'exact', got 'slow'"):
+        plugins.check_run_config({"toy_mode": "slow"})
+    with pytest.raises(limits.LimitError, match="'editor_options' must be a mapping"):
+        plugins.check_run_config({"editor_options": "steps=2"})
+
+
+def test_options_must_be_an_attrs_class():
+    from maskscore_core import Scorer
+    from maskscore_core.plugin.registration import RegistrationError
+
+    with pytest.raises(RegistrationError, match="scorer 'x': options must be an attrs class"):
+        Scorer("x", options=dict).check()

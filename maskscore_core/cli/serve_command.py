@@ -101,7 +101,7 @@ def make_app(scorer: str, config: dict, root: Path, max_queue: int, seed: int = 
     admission = Admission(max_queue)
     worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="maskscore-score")
     workdir = tempfile.mkdtemp(prefix="maskscore-serve-")
-    ctx = Context(workdir=Path(workdir), seed=seed, config=dict(config))
+    ctx = Context(workdir=Path(workdir), seed=seed, config=plugins.check_run_config(dict(config)))
 
     @app.get("/health")
     def health():

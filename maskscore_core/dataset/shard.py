@@ -86,7 +86,7 @@ _SHARED: dict = {}
 
 def make_context(workdir: Path, seed: int, config: dict) -> Context:
     """A hook context whose shared objects live as long as this process (built once per worker)."""
-    return Context(workdir=workdir, seed=seed, config=config, shared=_SHARED)
+    return Context(workdir=workdir, seed=seed, config=plugins.check_run_config(config), shared=_SHARED)
 
 
 def forget_trials(root: Path) -> None:

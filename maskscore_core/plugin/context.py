@@ -3,7 +3,9 @@
 Heavy objects (the ANNY body model, the Mitsuba scene, LPIPS) are built once per run and
 shared by every plugin through `ctx.shared(name, factory)`, so a plugin never pays for them twice.
 `ctx.config` is a `RunConfig`: the settings the core itself reads are typed fields, checked when
-set; a plugin's own settings ride in `extras`.
+set; a plugin's own settings ride in `extras`, and the plugin reads them typed through the attrs
+class its registered object declares as `options` (`ctx.config.options(VideoOptions)`);
+`plugin.manager.check_run_config` refuses a key no installed plugin declares.
 """
 
 from __future__ import annotations
@@ -94,8 +96,46 @@ class RunConfig(MutableMapping):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def options(self, cls: type) -> Any:
+        """The plugin settings `cls` declares (an attrs class, one field a key, defaults for
+        absent keys), read from `extras` and checked by its validators; LimitError in one line."""
+        given = {f.name: self.extras[f.name] for f in attrs.fields(cls) if f.name in self.extras}
+        try:
+            return cls(**given)
+        except (TypeError, ValueError) as err:
+            raise limits.LimitError(f"run config {', '.join(sorted(given)) or '(defaults)'}: {err}") from None
+
 
 _FIELDS = tuple(f.name for f in attrs.fields(RunConfig) if f.name != "extras")
+
+
+def setting(default, check: Callable[[Any], bool], expected: str, convert: Callable[[Any], Any] | None = None):
+    """One field of a plugin's options class: `convert` (e.g. int) then `check`; a value that
+    fails either is refused naming the key and what it must be."""
+
+    def validate(_instance, attribute, value):
+        if not check(value):
+            raise ValueError(f"{attribute.name!r} must be {expected}, got {value!r}")
+
+    def converter(value):
+        try:
+            return convert(value) if convert is not None else value
+        except (TypeError, ValueError):
+            return value  # left for `validate` to name
+
+    return attrs.field(default=default, converter=converter, validator=validate)
+
+
+# Keys the core sets that are no Python names (so no options field): what each is.
+CORE_KEYS = {"pass": "the index of a scoring pass (dataset.scorer_config.hook_config)"}
+
+
+@attrs.frozen
+class CoreOptions:
+    """The plugin settings the core reads for every plugin of a kind."""
+
+    # `--editor-option NAME=VALUE`: a model editor's own options (`model_editors.options`).
+    editor_options: dict = setting(attrs.Factory(dict), lambda v: isinstance(v, dict), "a mapping of option names to values")
 
 
 @attrs.define

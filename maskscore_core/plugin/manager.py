@@ -25,9 +25,9 @@ from typing import Any
 import attrs
 import pluggy
 
-from maskscore_core import vocab
+from maskscore_core import limits, vocab
 
-from maskscore_core.plugin import hookspecs
+from maskscore_core.plugin import context, hookspecs
 
 from maskscore_core.plugin import registration
 from maskscore_core.plugin.records import PluginInfo
@@ -407,6 +407,33 @@ def call(hook: str, what: str | None = None, **kwargs):
     if result is None:
         raise NoPluginError(f"{hook!r} of {reg.origin()} returned nothing for the {kind} {name!r}")
     return result
+
+
+def option_classes() -> dict[type, str]:
+    """Every options class in use -> who declares it: the core's, then each registered object's
+    `options` (the attrs class of the `ctx.config` keys it reads), in registry order."""
+    found: dict[type, str] = {context.CoreOptions: "the core"}
+    for reg in _registrations().values():
+        cls = getattr(reg.obj, "options", None)
+        if cls is not None:
+            found.setdefault(cls, f"{reg.kind} {reg.name!r} ({reg.origin()})")
+    return found
+
+
+def check_run_config(config) -> context.RunConfig:
+    """`config` as a RunConfig whose every plugin setting an installed plugin (or the core)
+    declares, each valid for its options class; LimitError naming the first that is not."""
+    config = context.RunConfig.of(config)
+    classes = option_classes()
+    known = {f.name for cls in classes for f in attrs.fields(cls)} | set(context.CORE_KEYS)
+    for key in config.extras:
+        if key not in known:
+            raise limits.LimitError(
+                f"run config {key!r} is not a setting of the core or of an installed plugin; settings: {', '.join(sorted(known))}"
+            )
+    for cls in classes:
+        config.options(cls)
+    return config
 
 
 def describe_error(err: BaseException) -> str:

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import CoreOptions
 from maskscore_core.plugin.records import Asset, Candidate
 
 RECORDS = "editor-outputs"
@@ -26,7 +27,7 @@ class EditError(RuntimeError):
 
 def options(editor: str, ctx, defaults: dict) -> tuple[dict, str | None]:
     """(`defaults` overridden by `--editor-option`s, typed like the defaults; the `weights` option)."""
-    given = dict((ctx.config if ctx is not None else {}).get("editor_options", {}) or {})
+    given = dict(ctx.config.options(CoreOptions).editor_options) if ctx is not None else {}
     weights = given.pop("weights", None)
     out = dict(defaults)
     for name, value in given.items():

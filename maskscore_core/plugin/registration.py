@@ -93,6 +93,8 @@ class Modality(abc.ABC):
     # Files `read` takes (score's --modality default): ".glb", or "/frames.json" for a folder holding that file.
     suffixes: ClassVar[tuple[str, ...]] = ()
     order: ClassVar[int | None] = None  # position in listings; None sorts after numbered ones by name
+    # The attrs class of the `ctx.config` keys it reads (`RunConfig.options`), or None.
+    options: ClassVar[type | None] = None
 
     def __init__(self, **declared: Any) -> None:
         """The attributes above may also be given here, as keywords, instead of in the class body:
@@ -192,18 +194,27 @@ class Modality(abc.ABC):
             raise RegistrationError(f"{what}: pairs_by must be 'part' or 'words', got {self.pairs_by!r}")
         if not all(isinstance(s, str) and len(s) > 1 and s[0] in "./" for s in self.suffixes):
             raise RegistrationError(f"{what}: suffixes must be strings starting with '.' or '/', got {self.suffixes!r}")
+        _check_options(self.options, what)
+
+
+def _check_options(options, what: str) -> None:
+    if options is not None and not (isinstance(options, type) and attrs.has(options)):
+        raise RegistrationError(f"{what}: options must be an attrs class (its fields are run config keys), got {options!r}")
 
 
 @attrs.frozen
 class Named:
-    """An editor, scorer or source: the name its plugin answers the operation hook for."""
+    """An editor, scorer or source: the name its plugin answers the operation hook for, and the
+    attrs class of the `ctx.config` keys it reads (`options`; `RunConfig.options`)."""
 
     name: str = attrs.field(validator=lambda _i, _a, v: _check_name(v, "plugin"))
     description: str = ""
+    options: type | None = attrs.field(default=None, kw_only=True)
     kind: ClassVar[str] = ""
 
     def check(self) -> None:
         _check_name(self.name, self.kind)
+        _check_options(self.options, f"{self.kind} {self.name!r}")
 
 
 @attrs.frozen

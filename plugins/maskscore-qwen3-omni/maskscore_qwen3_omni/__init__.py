@@ -15,7 +15,8 @@ def register_editors(register):
 
 @hookimpl
 def register_scorers(register):
-    register(Scorer(_omniscore.SCORER, f"{MODEL_CLASS} grades renders, audio or text as strict JSON, Avg@N; {found()}"))
+    description = f"{MODEL_CLASS} grades renders, audio or text as strict JSON, Avg@N; {found()}"
+    register(Scorer(_omniscore.SCORER, description, options=_omniscore.OmniScoreOptions))
 
 
 @hookimpl

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import math
 
+import attrs
 import numpy as np
 
 from maskscore_core import vocab
 
 from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import setting
 from maskscore_core.plugin.records import CandidateScore
 
 from . import model
@@ -99,11 +101,15 @@ def content_of(asset, instance, ctx, which: str) -> list:
     return [("text", f"{which} ({len(pictures)} views):"), *(("image", p) for p in pictures)]
 
 
+@attrs.frozen
+class OmniScoreOptions:
+    """The run config keys OmniScore reads (`ctx.config.options`)."""
+
+    omniscore_passes: int = setting(1, lambda v: isinstance(v, int) and v >= 1, "a whole number of at least 1", int)  # Avg@N
+
+
 def passes(ctx) -> int:
-    value = int(ctx.config.get("omniscore_passes", 1))
-    if value < 1:
-        raise ValueError(f"omniscore_passes must be at least 1, got {value}")
-    return value
+    return ctx.config.options(OmniScoreOptions).omniscore_passes
 
 
 def score(instance, candidates, ctx) -> list[CandidateScore]:
