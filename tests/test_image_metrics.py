@@ -260,3 +260,17 @@ def test_region_ssim_equals_the_full_maps_on_the_regions_exactly():
         im.region_ssim(cand, refs, [near])
     with pytest.raises(im.ImageShapeError, match="boolean"):
         im.region_ssim(cand, refs, [near, far.astype(np.float32)])
+
+
+def test_lpips_pulled_mask_gives_the_same_mean_exactly(lpips_model):
+    """A mask pulled down once (`Lpips.pull`) serves every candidate with the very same number."""
+    a = sphere_normals(64, views=2)
+    fa, fb = (lpips_model.features(im.normals_to_images(x)) for x in (a, blurred(a, 1.5)))
+    mask = np.zeros((2, 64, 64), dtype=bool)
+    mask[:, 20:40, 10:50] = True
+    pulled = lpips_model.pull(mask, fb)
+    assert lpips_model.distance(fa, fb, pulled) == lpips_model.distance(fa, fb, mask)
+    with pytest.raises(im.ImageShapeError, match="pulled"):
+        lpips_model.masked_layer_mean({}, lpips_model.pull(mask[:1], lpips_model.features(torch.zeros(1, 3, 64, 64))), fa)
+    with pytest.raises(im.EmptyMaskError):
+        lpips_model.pull(np.zeros((2, 64, 64), dtype=bool), fb)

@@ -228,19 +228,32 @@ class SsimReference:
         n, h, w, c = ta.shape
         out = torch.ones((n, h, w), dtype=torch.float64)
         # A window in which candidate and reference agree pixel for pixel has SSIM exactly 1
-        # (`_ssim_from_moments`), so only the box around differing pixels, grown by the window's
-        # reach, is filtered: for a local edit, a small part of the picture.
-        box = _content_box((ta != self._tb).any(dim=-1).any(dim=0))
-        if box is None:
-            return out
-        r0, r1, c0, c1 = box
-        pa, pb = _padded_planes(ta, (r0, r1), (c0, c1)), _padded_planes(self._tb, (r0, r1), (c0, c1))
-        with torch.no_grad():
-            mu_a, aa, ab = (_blur_valid(x) for x in (pa, pa * pa, pa * pb))
-        mu_b, bb = self._mu_b[:, r0:r1, c0:c1], self._bb[:, r0:r1, c0:c1]
-        ssim = _ssim_from_moments(mu_a, mu_b, aa, bb, ab, self.data_range)
-        out[:, r0:r1, c0:c1] = ssim.reshape(n, c, r1 - r0, c1 - c0).mean(dim=1).to(torch.float64)
+        # (`_ssim_from_moments`), so only each view's box around differing pixels, grown by the
+        # window's reach, is filtered: for a local edit, a small part of the picture.
+        differ = (ta != self._tb).any(dim=-1)
+        for view in range(n):
+            box = _content_box(differ[view])
+            if box is None:
+                continue
+            r0, r1, c0, c1 = box
+            one = slice(view, view + 1)
+            pa, pb = _padded_planes(ta[one], (r0, r1), (c0, c1)), _padded_planes(self._tb[one], (r0, r1), (c0, c1))
+            with torch.no_grad():
+                mu_a, aa, ab = (_blur_valid(x) for x in (pa, pa * pa, pa * pb))
+            planes = slice(view * c, (view + 1) * c)
+            mu_b, bb = self._mu_b[planes, r0:r1, c0:c1], self._bb[planes, r0:r1, c0:c1]
+            ssim = _ssim_from_moments(mu_a, mu_b, aa, bb, ab, self.data_range)
+            out[view, r0:r1, c0:c1] = ssim.reshape(c, r1 - r0, c1 - c0).mean(dim=0).to(torch.float64)
         return out
+
+
+def _box(mask: torch.Tensor) -> tuple[int, int, int, int] | None:
+    """Rows and columns around the True pixels of (H, W), or None when there are none."""
+    rows = torch.nonzero(mask.any(dim=1))[:, 0]
+    if len(rows) == 0:
+        return None
+    cols = torch.nonzero(mask.any(dim=0))[:, 0]
+    return int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
 
 
 def region_ssim(candidate, references: list[SsimReference], regions: list) -> list[list[torch.Tensor]]:
@@ -248,9 +261,9 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
 
     Returns, per reference k and view v, `references[k].map(candidate)[v][regions[k][v]]` (float64,
     the region's pixels in row order): the same numbers, for less work. A scorer needs SSIM on
-    the compared pixels only, so each view filters just the box around its regions (renders are
-    mostly background), and the candidate's own moments (mean, square) are filtered once for all
-    references: 2 + K planes per channel instead of 3 per reference.
+    the compared pixels only, so each view filters just the box around each region (renders are
+    mostly background), and the candidate's own moments (mean, square) are filtered once, on the
+    box around all regions, for every reference.
     """
     ta = _tensor(candidate, "SSIM candidate")
     if ta.ndim == 3:
@@ -264,30 +277,35 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
         if mask.dtype != torch.bool or tuple(mask.shape) != tuple(ta.shape[:3]):
             raise ImageShapeError(f"SSIM region must be boolean of shape {tuple(ta.shape[:3])}, got {mask.dtype} {tuple(mask.shape)}")
     n, _h, _w, c = ta.shape
-    union = functools.reduce(torch.logical_or, masks)
     out: list[list[torch.Tensor]] = [[] for _ in references]
     for view in range(n):
-        rows = torch.nonzero(union[view].any(dim=1))[:, 0]
-        if len(rows) == 0:
+        boxes = [_box(mask[view]) for mask in masks]
+        found = [box for box in boxes if box is not None]
+        if not found:
             for values in out:
                 values.append(torch.zeros(0, dtype=torch.float64))
             continue
-        cols = torch.nonzero(union[view].any(dim=0))[:, 0]
-        r0, r1, c0, c1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+        r0, r1 = min(b[0] for b in found), max(b[1] for b in found)
+        c0, c1 = min(b[2] for b in found), max(b[3] for b in found)
         pa = _padded_planes(ta[view : view + 1], (r0, r1), (c0, c1))
         planes = slice(view * c, (view + 1) * c)
         with torch.no_grad():
             mu_a, aa = _blur_valid(torch.cat([pa, pa * pa])).split(c)
-            for k, reference in enumerate(references):
-                pb = _padded_planes(reference._tb[view : view + 1], (r0, r1), (c0, c1))
-                ab = _blur_valid(pa * pb)
-                last = k == len(references) - 1  # _ssim_from_moments overwrites mu_a and aa
+            for k, (reference, box) in enumerate(zip(references, boxes)):
+                if box is None:
+                    out[k].append(torch.zeros(0, dtype=torch.float64))
+                    continue
+                b0, b1, d0, d1 = box
+                pb = _padded_planes(reference._tb[view : view + 1], (b0, b1), (d0, d1))
+                inner = (slice(None), slice(b0 - r0, b1 - r0), slice(d0 - c0, d1 - c0))
+                halo = (slice(None), slice(b0 - r0, b1 - r0 + SSIM_WINDOW - 1), slice(d0 - c0, d1 - c0 + SSIM_WINDOW - 1))
+                ab = _blur_valid(pa[halo] * pb)
                 ssim = _ssim_from_moments(
-                    mu_a if last else mu_a.clone(), reference._mu_b[planes, r0:r1, c0:c1],
-                    aa if last else aa.clone(), reference._bb[planes, r0:r1, c0:c1], ab, reference.data_range,
-                )  # fmt: skip
-                ssim = ssim.reshape(1, c, r1 - r0, c1 - c0).mean(dim=1).to(torch.float64)[0]
-                out[k].append(ssim[masks[k][view, r0:r1, c0:c1]])
+                    mu_a[inner].clone(), reference._mu_b[planes, b0:b1, d0:d1],
+                    aa[inner].clone(), reference._bb[planes, b0:b1, d0:d1], ab, reference.data_range,
+                )  # fmt: skip  (_ssim_from_moments overwrites its first, third and fifth arguments)
+                ssim = ssim.reshape(1, c, b1 - b0, d1 - d0).mean(dim=1).to(torch.float64)[0]
+                out[k].append(ssim[masks[k][view, b0:b1, d0:d1]])
     return out
 
 
@@ -301,6 +319,15 @@ def masked_ssim(a, b, mask, data_range: float = NORMALS_RANGE) -> float:
     r0, r1, c0, c1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
     window = _ssim_window_map(ta, tb, (r0, r1), (c0, c1), data_range)
     return masked_mean(window, tm[:, r0:r1, c0:c1])
+
+
+@attrs.frozen(eq=False)
+class PulledMask:
+    """A pixel mask pulled down to each LPIPS layer's size (`Lpips.pull`)."""
+
+    planes: dict  # (h, w) -> (B, h, w) float64
+    count: int  # the mask's pixels
+    shape: tuple  # (B, H, W) of the mask
 
 
 @attrs.frozen
@@ -447,13 +474,9 @@ class Lpips:
         return by_size
 
     @staticmethod
-    def masked_layer_mean(maps: dict[tuple[int, int], torch.Tensor], mask, features: LpipsFeatures) -> float:
-        """The masked mean of the upsampled sum of `maps` over the image, without upsampling.
-
-        The spatial map is a sum over layers of bilinear upsamplings U_h L U_w^T of small maps L,
-        so its sum over a mask m equals sum(L * (U_h^T m U_w)): the mask is pulled down to each
-        layer's size instead of every layer being pushed up to the image's (~10x cheaper).
-        """
+    def pull(mask, features: LpipsFeatures) -> PulledMask:
+        """`mask` pulled down to the size of each of `features`' layers (see `masked_layer_mean`),
+        to reuse for every candidate compared on the same pixels."""
         tm = torch.as_tensor(mask)
         expected = (features.batch, *features.image_size)
         if tm.dtype != torch.bool or tuple(tm.shape) != expected:
@@ -462,13 +485,34 @@ class Lpips:
         if count == 0:
             raise EmptyMaskError("the mask selects no pixel (is the part hidden in every view?)")
         height, width = features.image_size
+        planes = {}
         with torch.no_grad():
             plane = tm.to(torch.float32)
+            for layer in features.layers:
+                h, w = int(layer.shape[2]), int(layer.shape[3])
+                if (h, w) not in planes:
+                    pulled = _upsample_matrix(h, height).T @ (plane @ _upsample_matrix(w, width))  # (B, h, w)
+                    planes[(h, w)] = pulled.to(torch.float64)
+        return PulledMask(planes=planes, count=count, shape=expected)
+
+    @staticmethod
+    def masked_layer_mean(maps: dict[tuple[int, int], torch.Tensor], mask, features: LpipsFeatures) -> float:
+        """The masked mean of the upsampled sum of `maps` over the image, without upsampling.
+
+        The spatial map is a sum over layers of bilinear upsamplings U_h L U_w^T of small maps L,
+        so its sum over a mask m equals sum(L * (U_h^T m U_w)): the mask is pulled down to each
+        layer's size instead of every layer being pushed up to the image's (~10x cheaper).
+        `mask` is a boolean (B, H, W) mask or one already pulled (`pull`).
+        """
+        pulled = mask if isinstance(mask, PulledMask) else Lpips.pull(mask, features)
+        expected = (features.batch, *features.image_size)
+        if pulled.shape != expected:
+            raise ImageShapeError(f"LPIPS mask pulled for {pulled.shape} images, the features are {expected}")
+        with torch.no_grad():
             total = torch.zeros((), dtype=torch.float64)
-            for (h, w), layer in maps.items():
-                pulled = _upsample_matrix(h, height).T @ (plane @ _upsample_matrix(w, width))  # (B, h, w)
-                total += (layer.to(torch.float64) * pulled.to(torch.float64)).sum()
-        return float(total / count)
+            for size, layer in maps.items():
+                total += (layer.to(torch.float64) * pulled.planes[size]).sum()
+        return float(total / pulled.count)
 
 
 @functools.cache

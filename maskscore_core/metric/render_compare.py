@@ -227,6 +227,7 @@ class PreparedReference:
     b_as_is: Decoded | None = None  # frame B as given, when `b` is B moved onto A's head
     ssim_a: object | None = None  # image_metrics.SsimReference of A's normals, filtered once per row
     ssim_b: object | None = None  # and of B's
+    ssim_b: object | None = None  # and of B's
     b_change: dict = attrs.field(factory=dict)  # frame B against A per pixel: "depth", "normal", "ssim", "lpips"
     references: dict = attrs.field(factory=dict)  # d(A, B) inside, per distance
     halfway: dict = attrs.field(factory=dict)  # d(halfway mesh, B) inside, per distance
@@ -330,6 +331,7 @@ class RenderCompare:
                 b = attrs.evolve(b, head_motion=head_motion.motion_size(frame, vertices_b, aligned))
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
             ssim_b = pool.submit(SsimReference, b.normals)
+            ssim_b = pool.submit(SsimReference, b.normals)
             # The halfway mesh calibrates instruction_following (module docstring).
             if halfway is None or halfway.vertices is None:
                 halfway, middle_vertices = Decoded(), 0.5 * (vertices_a + aligned)
@@ -351,16 +353,17 @@ class RenderCompare:
             # outline the edit sweeps across (a turning head's) differs half way, not at either end.
             change = {
                 "depth": np.maximum(*(_capped(np.abs(side.depth - a.depth)) for side in (b, middle))),
-                "normal": np.maximum(*(np.abs(side.normals - a.normals).mean(axis=-1) for side in (b, middle))),
+                "normal": np.maximum(*(_normal_l1(side.normals, a.normals) for side in (b, middle))),
                 "ssim": np.maximum(*(_dissimilarity(ssim_a.map(side.normals)) for side in (b, middle))),
                 "lpips": _layer_maximum(*(self.lpips.layer_maps(features, lpips_a) for features in (lpips_b, lpips_middle))),
             }
+            inside_lpips = self.lpips.pull(inside, lpips_b)
             references, halfway_distances = (
                 {
                     "depth_l1": _masked_mean(_capped(np.abs(side.depth - b.depth)), inside),
-                    "normal_l1": _masked_mean(np.abs(side.normals - b.normals).mean(axis=-1), inside),
-                    "ssim": max(0.0, 1.0 - _masked_ssim_by_view(side.normals, b.normals, inside)),
-                    "lpips": max(0.0, self.lpips.distance(features, lpips_b, inside)),
+                    "normal_l1": _masked_mean(_normal_l1(side.normals[inside], b.normals[inside]), None),
+                    "ssim": max(0.0, 1.0 - _ssim_mean_by_view(region_ssim(side.normals, [ssim_b], [inside])[0])),
+                    "lpips": max(0.0, self.lpips.distance(features, lpips_b, inside_lpips)),
                 }
                 for side, features in ((a, lpips_a), (middle, lpips_middle))
             )  # d(A, B), d(halfway, B)
@@ -408,10 +411,11 @@ class RenderCompare:
             rendered = [i for i, s in enumerate(sides) if s.normals is not None]
             features = {i: future.result() for i, future in pending.items()}
             distances = [future.result() for future in pictures]
+            inside = self.lpips.pull(prepared.inside, prepared.lpips_b) if rendered else None
 
             def lpips_of(i: int) -> tuple[float, float]:
                 outside = distances[i][1]
-                follow = self.lpips.distance(features[i], prepared.lpips_b, prepared.inside)
+                follow = self.lpips.distance(features[i], prepared.lpips_b, inside)
                 own = self.lpips.layer_maps(features[i], prepared.lpips_a)
                 beyond = {size: torch.clamp(own[size] - prepared.b_change["lpips"][size], min=0.0) for size in own}
                 return follow, self.lpips.masked_layer_mean(beyond, outside, features[i])
