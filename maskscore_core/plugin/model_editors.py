@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
+from typing import Callable
 
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin.context import CoreOptions
@@ -23,6 +25,32 @@ RECORDS = "editor-outputs"
 
 class EditError(RuntimeError):
     """An edit that gave nothing to score; the message has every output's reason."""
+
+
+class WeightsError(ValueError):
+    """No weights directory given, or one that lacks a file the model needs."""
+
+
+def weights_dir(given: str | None, env: str, what: str, model: str, ways: str = "pass --editor-option weights=DIR") -> Path:
+    """`given`, else the environment variable `env`: weights come only from a local directory,
+    never from a hub. WeightsError naming both ways if neither is set, or if it is no directory."""
+    given = given or os.environ.get(env)
+    if not given:
+        raise WeightsError(f"{what} needs local {model} weights: {ways} or set {env}")
+    path = Path(given).expanduser()
+    if not path.is_dir():
+        raise WeightsError(f"{what}: {model} weights directory {path} does not exist")
+    return path
+
+
+def weights_found(locate: Callable[[], Path], check_complete: Callable[[Path], None]) -> str:
+    """For listings: where the weights are, or why none were found."""
+    try:
+        path = locate()
+        check_complete(path)
+        return f"weights found at {path}"
+    except WeightsError as err:
+        return f"no weights ({err})"
 
 
 def options(editor: str, ctx, defaults: dict) -> tuple[dict, str | None]:

@@ -12,25 +12,18 @@ from pathlib import Path
 
 import numpy as np
 
+from maskscore_core.plugin import model_editors
+from maskscore_core.plugin.model_editors import WeightsError
+
 ENV = "MASKSCORE_QWEN3_OMNI_WEIGHTS"
 MODEL_CLASS = "transformers.Qwen3OmniMoeForConditionalGeneration"
 PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
 AUDIO_RATE = 16_000  # what the Whisper feature extractor expects
 
 
-class WeightsError(ValueError):
-    """No weights directory given, or one that lacks a file the model needs."""
-
-
 def weights_dir(given: str | None, what: str) -> Path:
-    """`given`, else the environment variable; WeightsError naming both ways if neither."""
-    given = given or os.environ.get(ENV)
-    if not given:
-        raise WeightsError(f"{what} needs local Qwen3-Omni weights: {WAYS[what]} or set {ENV}")
-    path = Path(given).expanduser()
-    if not path.is_dir():
-        raise WeightsError(f"{what}: Qwen3-Omni weights directory {path} does not exist")
-    return path
+    """`given`, else the environment variable (`model_editors.weights_dir`)."""
+    return model_editors.weights_dir(given, ENV, what, "Qwen3-Omni", WAYS[what])
 
 
 WAYS = {"qwen3-omni": "pass --editor-option weights=DIR", "omniscore": "pass --weights DIR to maskscore eval"}
@@ -57,12 +50,7 @@ def check_complete(path: Path) -> None:
 
 def found(path: str | None = None) -> str:
     """For listings: where the weights are, or why none were found."""
-    try:
-        where = weights_dir(path, "qwen3-omni")
-        check_complete(where)
-        return f"weights found at {where}"
-    except WeightsError as err:
-        return f"no weights ({err})"
+    return model_editors.weights_found(lambda: weights_dir(path, "qwen3-omni"), check_complete)
 
 
 class Omni:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
+
+from maskscore_core.plugin import model_editors
+from maskscore_core.plugin.model_editors import WeightsError
 
 ENV = "MASKSCORE_TALKER_WEIGHTS"
 MODEL_CLASS = "transformers.Qwen2_5OmniForConditionalGeneration"
@@ -27,19 +29,9 @@ SYSTEM = ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Gro
           "visual inputs, as well as generating text and speech.")
 
 
-class WeightsError(ValueError):
-    """No weights directory given, or one that lacks a file the model needs."""
-
-
 def weights_dir(given: str | None) -> Path:
-    """`given`, else the environment variable; WeightsError naming both ways if neither."""
-    given = given or os.environ.get(ENV)
-    if not given:
-        raise WeightsError(f"talker needs local Qwen2.5-Omni weights: pass --editor-option weights=DIR or set {ENV}")
-    path = Path(given).expanduser()
-    if not path.is_dir():
-        raise WeightsError(f"talker: Qwen2.5-Omni weights directory {path} does not exist")
-    return path
+    """`given`, else the environment variable (`model_editors.weights_dir`)."""
+    return model_editors.weights_dir(given, ENV, "talker", "Qwen2.5-Omni")
 
 
 def check_complete(path: Path) -> None:
@@ -61,12 +53,7 @@ def check_complete(path: Path) -> None:
 
 def found(path: str | None = None) -> str:
     """For listings: where the weights are, or why none were found."""
-    try:
-        where = weights_dir(path)
-        check_complete(where)
-        return f"weights found at {where}"
-    except WeightsError as err:
-        return f"no weights ({err})"
+    return model_editors.weights_found(lambda: weights_dir(path), check_complete)
 
 
 class Talker:

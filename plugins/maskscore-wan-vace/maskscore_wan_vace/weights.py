@@ -8,17 +8,15 @@ named before anything is loaded.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from maskscore_core.plugin import model_editors
+from maskscore_core.plugin.model_editors import WeightsError
 
 ENV = "MASKSCORE_WAN_VACE_WEIGHTS"
 # The files each diffusers component folder needs besides its weights.
 CONFIG_FILES = {"scheduler": ("scheduler_config.json",), "tokenizer": ("tokenizer_config.json",)}
 MODEL_CONFIG = "config.json"
-
-
-class WeightsError(ValueError):
-    """No weights directory given, or one that lacks a file the pipeline needs."""
 
 
 def options(ctx) -> dict:
@@ -29,23 +27,12 @@ def options(ctx) -> dict:
 
 def weights_dir(ctx) -> Path:
     """The weights directory from the run's options, else the environment; WeightsError if neither."""
-    given = options(ctx).get("weights") or os.environ.get(ENV)
-    if not given:
-        raise WeightsError(f"wan-vace needs local weights: pass --editor-option weights=DIR or set {ENV}")
-    path = Path(given).expanduser()
-    if not path.is_dir():
-        raise WeightsError(f"wan-vace weights directory {path} does not exist")
-    return path
+    return model_editors.weights_dir(options(ctx).get("weights"), ENV, "wan-vace", "Wan-VACE")
 
 
 def found(ctx=None) -> str:
     """For listings: where the weights are, or why none were found."""
-    try:
-        path = weights_dir(ctx)
-        check_complete(path)
-        return f"weights found at {path}"
-    except WeightsError as err:
-        return f"no weights ({err})"
+    return model_editors.weights_found(lambda: weights_dir(ctx), check_complete)
 
 
 def _has_weights(folder: Path) -> bool:
