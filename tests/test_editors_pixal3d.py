@@ -68,10 +68,11 @@ def _upstream_projection(points, params, resolution):
 
 def test_the_camera_agrees_with_pixal3d_projection():
     """Where our renderer draws a triangle, Pixal3D's projection of it (through `from_world`)
-    lands: the camera convention, field of view, distance and axes are Pixal3D's."""
+    lands (its centroid within a pixel or so; the hit point itself exactly): the camera
+    convention, field of view, distance and axes are Pixal3D's."""
     from maskscore_core.body.reference_mesh import get_reference_mesh
     from maskscore_core.metric.render import get_renderer
-    from maskscore_core.metric.views import ViewConfig, subject_framing
+    from maskscore_core.metric.views import ViewConfig, camera_poses, pixel_ray_directions, subject_framing
     from maskscore_pixal3d import camera
 
     size = 128
@@ -88,6 +89,11 @@ def test_the_camera_agrees_with_pixal3d_projection():
         error = np.hypot(pixels[:, 0] - (cols + 0.5), pixels[:, 1] - (rows + 0.5))
         assert (depth > 0).all()
         assert np.median(error) < 1.0 and np.percentile(error, 99) < 3.0, (yaw, pitch, np.median(error))
+        # the very points the renderer hit (its depth along each pixel's ray) land on their pixels' centres
+        (pose,) = camera_poses(view)
+        hits = np.asarray(pose.origin) + result.depth[0][rows, cols, None] * pixel_ray_directions(pose, view.fov_deg, size, size)[rows, cols]
+        pixels, _ = _upstream_projection(camera.from_world(hits, view, params), params, size)
+        assert np.abs(pixels - np.stack([cols + 0.5, rows + 0.5], axis=1)).max() < 1e-6
         np.testing.assert_allclose(camera.to_world(camera.from_world(framed, view, params), view, params), framed, atol=1e-12)
     # upstream inference's distance_from_fov for the cube edge at pixel 0 (extend_pixel 0)
     angle, scale = params["camera_angle_x"], 0.7
