@@ -1,8 +1,7 @@
 """The contract every modality plugin's tests run: subclass `ModalityContract` in a test module.
 
     class TestContract(ModalityContract):
-        modality = "depth"
-        distribution = "maskscore-depth"
+        modality = "depth"  # distribution: the one whose pyproject.toml is above the test file
         bad_files = [("nope.exr", {}, "does not exist"), ("bad.exr", {"bad.exr": b"junk"}, "OpenEXR")]
 
         def unit_instance(self):
@@ -33,6 +32,7 @@ from maskscore_core.plugin import manager as plugins
 from maskscore_core.dataset import reward_tables
 
 from maskscore_core.dataset import schemas
+from maskscore_core.plugin.pytest_plugin import distribution_of
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 from maskscore_core.plugin.testing import check_modality_plugin_alone, check_round_trip, modality_round_trip
 
@@ -41,7 +41,7 @@ class ModalityContract:
     """Shared tests of one modality plugin (see module docstring). Class attributes configure it."""
 
     modality: str = ""
-    distribution: str = ""
+    distribution: str = ""  # "": the distribution whose pyproject.toml is above the test module
     # (value, {file name: bytes, or None for a folder}, message): read_asset(value) under a root
     # holding those files raises ValueError matching message.
     bad_files: tuple = ()
@@ -63,12 +63,14 @@ class ModalityContract:
         return plugins.call(hook, self.modality, **kwargs)
 
     # -- works alone ---------------------------------------------------------------------------
-    def test_works_alone_and_not_without_it(self, ctx, monkeypatch):
+    def test_works_alone_and_not_without_it(self, ctx, monkeypatch, request):
         """Loaded alone it provides its modality and `maskscore list-plugins` shows it with every
         modality hook; not loaded, nothing answers for the modality."""
-        monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", self.distribution)
+        distribution = self.distribution or distribution_of(Path(request.node.path).resolve().parent)
+        assert distribution, f"no pyproject.toml above {request.node.path} names the plugin's distribution"
+        monkeypatch.setenv("MASKSCORE_LOAD_PLUGINS", distribution)
         plugins.reset()
-        check_modality_plugin_alone(self.modality, self.distribution, monkeypatch, target=self.unit_instance().a, ctx=ctx)
+        check_modality_plugin_alone(self.modality, distribution, monkeypatch, target=self.unit_instance().a, ctx=ctx)
 
     def test_other_modalities_are_not_answered(self, ctx):
         """Asked about a modality nobody registered, the core names it in NoPluginError: this

@@ -35,7 +35,7 @@ def pytest_configure(config) -> None:
 
 
 @functools.cache
-def _distribution_of(directory: Path) -> str | None:
+def distribution_of(directory: Path) -> str | None:
     """The project name in the nearest pyproject.toml at or above `directory`, if any."""
     for folder in (directory, *directory.parents):
         pyproject = folder / "pyproject.toml"
@@ -49,7 +49,7 @@ def _distribution_of(directory: Path) -> str | None:
 
 def distributions_for(node) -> tuple[str, ...] | None:
     """The plugin distributions a test loads, or None to keep the environment's choice."""
-    own = _distribution_of(Path(node.path).resolve().parent)
+    own = distribution_of(Path(node.path).resolve().parent)
     extra = [name for marker in node.iter_markers("maskscore_plugins") for name in marker.args]
     if (own is None or own == CORE_DISTRIBUTION) and not extra:
         return None

@@ -19,7 +19,6 @@ def _instance():
 
 class TestDepthContract(ModalityContract):
     modality = MODALITY
-    distribution = "maskscore-depth"
     bad_files = (
         ("nope.exr", {}, "does not exist"),
         ("bad.exr", {"bad.exr": b"not an exr"}, "cannot be read as OpenEXR"),

@@ -28,7 +28,6 @@ class TestKeypointsContract(ModalityContract):
     sparse keypoints swap rungs 2 and 3."""
 
     modality = MODALITY
-    distribution = "maskscore-keypoints"
     bad_files = (
         ([0.0] * 10, {}, "keypoints x 3 coordinates"),
         (None, {}, "keypoints x 3 coordinates"),

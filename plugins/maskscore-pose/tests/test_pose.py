@@ -20,7 +20,6 @@ class TestPoseContract(ModalityContract):
     not the eyebrows)."""
 
     modality = MODALITY
-    distribution = "maskscore-pose"
     bad_files = (
         ([0.0] * 10, {}, "expected 237 floats"),
         ([0.0] * 236 + [float("nan")], {}, "NaN or infinite"),
