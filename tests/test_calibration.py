@@ -121,3 +121,29 @@ def test_every_subject_is_framed_like_the_default_one(subject):
         coverage[name] = {p: int(parts.pixel_mask(render, p).sum()) for p in ("mouth", "nose", "eyebrow", "ears", "neck", "front hair")}
     for part, pixels in coverage["default"].items():
         assert 0.8 <= coverage[subject][part] / pixels <= 1.2, (part, coverage)
+
+
+def test_follow_terms_are_averaged_before_the_soft_floor():
+    """A candidate a little closer to B on one distance and much farther on the others (another
+    subject's mouth) scores below one that did nothing; below 0 the score keeps falling
+    (no tie at 0), continuously; frame B scores 1 and doing nothing SOFT_FLOOR * log 2."""
+    import math
+
+    from maskscore_core.metric import render_compare as rc
+
+    references = {"depth_l1": 0.004, "normal_l1": 0.02, "activation": 0.05}
+    halfway = {name: 0.5 * d for name, d in references.items()}  # e = 1: term = 1 - d(c, B) / d(A, B)
+
+    def follow(**distances):
+        return rc.follow_score({**references, **distances}, references, halfway)
+
+    assert follow(depth_l1=0.0, normal_l1=0.0, activation=0.0) == 1.0
+    assert follow() == pytest.approx(rc.SOFT_FLOOR * math.log(2), rel=1e-3) and follow() <= 0.1
+    other_subject = follow(depth_l1=0.02, normal_l1=0.1, activation=0.04)
+    assert other_subject < follow()
+    farther = [follow(depth_l1=0.004 * k, normal_l1=0.02 * k) for k in (1.0, 1.2, 1.5, 2.0, 3.0)]
+    assert all(x > y > 0 for x, y in zip(farther, farther[1:])), farther
+    half = follow(depth_l1=0.002, normal_l1=0.01, activation=0.025)
+    assert half == pytest.approx(0.5, abs=1e-6)
+    steps = [rc.soft_floor(m) for m in np.linspace(-1, 1, 2001)]
+    assert all(y > x for x, y in zip(steps, steps[1:])) and max(np.diff(steps)) < 2e-3  # increasing, no jump
