@@ -5,7 +5,8 @@ For built-in command pairs (frame A's command, another as frame B's, the voice c
 the built-in ones) the talker's span is found in frame A's espeak-ng audio and filled with:
 espeak-ng saying the phrase in frame A's voice and in another voice (should pass), frame A's own
 words there (a candidate doing nothing: passes whenever pocketsphinx fits the phrase to them,
-the check's known blind spot), silence, and white noise at -20 and -40 dBFS (should fail). Prints
+the check's known blind spot), silence, white noise at -20 and -40 dBFS, and a 100 Hz buzz (what
+a random Token2Wav says, at its frame rate) (should fail). Prints
 how many of each pass and the mean time of one check.
 
     .venv/bin/python benchmarks/bench_talker_check.py --pairs 12
@@ -33,6 +34,13 @@ def spoken(text: str, voice: str) -> np.ndarray:
         return load_speech_audio(synthesize(text, voice, Path(tmp) / "s.wav"))
 
 
+def buzz(size: int, rng) -> np.ndarray:
+    """Harmonics of 100 Hz with random phases, as a random Token2Wav says (its frame rate)."""
+    t = np.arange(size) / 16_000
+    wave = sum(np.sin(2 * np.pi * 100 * k * t + rng.uniform(0, 2 * np.pi)) for k in range(1, 40))
+    return np.round(wave / np.sqrt(np.mean(wave**2)) * 3277).astype(np.int16)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=12)
@@ -56,6 +64,7 @@ def main() -> int:
             "silence": np.zeros(good.size, np.int16),
             "white noise -20 dBFS": noise.normal(0, 3277, good.size).round().astype(np.int16),
             "white noise -40 dBFS": noise.normal(0, 328, good.size).round().astype(np.int16),
+            "100 Hz buzz -20 dBFS": buzz(good.size, noise),
         }
         for kind, stretch in stretches.items():
             candidate = span.splice(a, where, stretch)

@@ -178,6 +178,32 @@ def test_random_weights_give_audio_that_is_a_recorded_decode_failure(tiny, tmp_p
     assert len({c["seed"] for c in record["candidates"]}) == 2 and all(c["made_s"] > 0 for c in record["candidates"])
 
 
+def test_a_loud_random_vocoder_gives_a_buzz_that_is_recorded_as_not_speech_and_passes_repeat(tiny, tmp_path):
+    """The same random model with its vocoder's last layer scaled up (still random weights) gives
+    loud audio instead of near-silence: a buzz at Token2Wav's frame rate (100 Hz), voiced, which
+    pocketsphinx aligns "off" to; recorded as a monotone buzz, not speech. A pass repeats exactly
+    with its seed and differs with another."""
+    import torch
+    from maskscore_talker.editor import EditError
+    from maskscore_talker.model import Talker
+    from transformers import Qwen2_5OmniForConditionalGeneration
+
+    loud = tmp_path / "loud"
+    model = Qwen2_5OmniForConditionalGeneration.from_pretrained(str(tiny), local_files_only=True)
+    with torch.no_grad():
+        model.token2wav.code2wav_bigvgan_model.conv_post.weight.mul_(1e7)
+    model.save_pretrained(str(loud))
+    for name in ("spk_dict.pt", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tiny / name, loud / name)
+    talker = Talker(loud)
+    first, again, other = (talker.say("off", "Ethan", seed, 1.0, 0.9, 2, 0.5) for seed in (1, 1, 2))
+    assert np.array_equal(first, again) and not np.array_equal(first, other)
+    assert np.sqrt(np.mean(first ** 2)) > 0.01  # louder than -40 dBFS
+    ctx = _ctx(tmp_path, editor_options={"weights": str(loud), "candidates": 1, "steps": 2, "max_seconds": 0.4})
+    with pytest.raises(EditError, match="NotSaidError: the talker's audio for 'off' is a monotone buzz at 100 Hz, not speech"):
+        plugins.call("edit", "talker", editor="talker", modality="speech", instance=_instance(), ctx=ctx)
+
+
 def _spoken(text, voice, rate):
     """espeak-ng's `text` in `voice` as float samples at `rate`, its leading and trailing silence cut."""
     from maskscore_core.speech.audio import load_speech_audio, resample

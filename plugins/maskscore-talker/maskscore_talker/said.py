@@ -5,9 +5,10 @@ The speech modality decodes a waveform by forcing pocketsphinx to align it with 
 meant to say, and forced alignment fits words to almost any audio when the rest of the clip is
 real speech (frame A's own words around the span hold it in place). So before decoding, the
 talker's stretch must (1) not be silent, (2) be voiced somewhere (every phrase has a vowel; noise
-has no pitch), and (3) hold the phrase: aligned against the words the
+has no pitch), (3) have a pitch that moves (speech has intonation; a random vocoder's buzz sits
+at its frame rate, 100 Hz for Token2Wav), and (4) hold the phrase: aligned against the words the
 candidate should say, each phrase word must fall mostly inside the stretch the talker made. A
-random model's output (silence or noise) fails; so does speech that puts the phrase elsewhere.
+random model's output (silence, noise or buzz) fails; so does speech that puts the phrase elsewhere.
 Wrong words the aligner still fits inside the stretch are not caught: forced alignment is no
 transcript verifier (maskscore_core.speech.alignment).
 """
@@ -26,6 +27,7 @@ FRAME, HOP = 480, 160  # 30 ms analysis frames every 10 ms
 PITCH_HZ = (60.0, 400.0)  # the voice pitch range searched
 VOICED_PEAK = 0.5  # normalised autocorrelation peak that makes a frame voiced
 VOICED_LEAST_S = 0.05  # the least voiced time a phrase holds
+PITCH_SPREAD = 1.03  # the least ratio of the 90th to the 10th percentile of the voiced frames' pitch
 
 
 class NotSaidError(ValueError):
@@ -37,20 +39,21 @@ def level_dbfs(samples: np.ndarray) -> float:
     return 20.0 * np.log10(max(rms, 1e-9) / 32768.0)
 
 
-def voiced_s(samples: np.ndarray) -> float:
-    """Seconds of frames whose autocorrelation peaks at a voice pitch (a periodic, loud-enough sound)."""
+def pitches(samples: np.ndarray) -> np.ndarray:
+    """The pitch (Hz) of each voiced frame: frames loud enough whose autocorrelation peaks at a
+    voice pitch (a periodic sound)."""
     x = np.asarray(samples, dtype=np.float64)
     lags = np.arange(int(SAMPLE_RATE / PITCH_HZ[1]), int(SAMPLE_RATE / PITCH_HZ[0]) + 1)
-    voiced = 0
+    found = []
     for start in range(0, x.size - FRAME - lags[-1], HOP):
         frame = x[start:start + FRAME] - x[start:start + FRAME].mean()
-        energy = float(frame @ frame)
         if level_dbfs(frame) < SILENT_DBFS + 10:
             continue
         ahead = np.array([x[start + lag:start + lag + FRAME] - x[start + lag:start + lag + FRAME].mean() for lag in lags])
-        peak = float(np.max(ahead @ frame / np.sqrt(energy * np.einsum("ij,ij->i", ahead, ahead) + 1e-9)))
-        voiced += peak >= VOICED_PEAK
-    return voiced * HOP / SAMPLE_RATE
+        peaks = ahead @ frame / np.sqrt(float(frame @ frame) * np.einsum("ij,ij->i", ahead, ahead) + 1e-9)
+        if peaks.max() >= VOICED_PEAK:
+            found.append(SAMPLE_RATE / lags[int(np.argmax(peaks))])
+    return np.asarray(found)
 
 
 def check(candidate: np.ndarray, span: Span, made: int) -> None:
@@ -59,9 +62,14 @@ def check(candidate: np.ndarray, span: Span, made: int) -> None:
     level = level_dbfs(stretch)
     if level < SILENT_DBFS:
         raise NotSaidError(f"the talker's audio for {span.phrase!r} is silent ({level:.0f} dBFS < {SILENT_DBFS:.0f} dBFS)")
-    voiced = voiced_s(stretch)
+    pitch = pitches(stretch)
+    voiced = pitch.size * HOP / SAMPLE_RATE
     if voiced < VOICED_LEAST_S:
         raise NotSaidError(f"the talker's audio for {span.phrase!r} is not voiced ({voiced:.2f} s of voice pitch < {VOICED_LEAST_S} s)")
+    low, high = np.percentile(pitch, [10, 90])
+    if high / low < PITCH_SPREAD:
+        raise NotSaidError(f"the talker's audio for {span.phrase!r} is a monotone buzz at {np.median(pitch):.0f} Hz, not speech"
+                           f" (pitch spread {high / low:.3f} < {PITCH_SPREAD})")
     try:
         times = word_times(candidate, span.words, "the candidate")
     except ValueError as err:
