@@ -2,16 +2,18 @@
 reward row, assets kept as one file (or folder) each, a frame decoded as a candidate is, and a
 part's mask on the reference mesh.
 
-A plugin subclasses `TableModality` (values stored in the table itself) or `FileModality`
-(values are paths of files under the dataset root) instead of `registration.Modality`, and
-overrides only what differs (docs/plugins.md).
+A plugin subclasses `TableModality` (values stored in the table itself), `NumbersModality`
+(lists of floats) or `FileModality` (values are paths of files under the dataset root) instead
+of `registration.Modality`, and overrides only what differs (docs/plugins.md).
 """
 
 from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
+
+import numpy as np
 
 from maskscore_core.body import parts
 from maskscore_core.dataset import reward_tables
@@ -38,6 +40,10 @@ class TableModality(Modality):
         """A value `write` returned, as the table stores it (`what` names it in errors)."""
         return str(value)
 
+    def write(self, asset, directory, name, ctx):
+        """The asset's data as the table stores it (values kept in the table itself)."""
+        return self.to_column(asset.data, None, f"{self.name} asset {name}")
+
     def decode_reference(self, instance, which, ctx):
         """Frame A or B encoded and decoded exactly as a candidate is (the `decode_to_mesh` hook)."""
         asset = self.encode(instance.frame(which), ctx)
@@ -49,6 +55,19 @@ class TableModality(Modality):
             columns[CONDITIONING_IMAGE.name] = reward_tables.conditioning_image(instance, root, ctx)
         candidates = [self.to_column(v, root, f"candidate value {i}") for i, v in enumerate(candidate_values)]
         return reward_tables.make_row(self.name, instance, columns, candidates, scores, dimension)
+
+
+class NumbersModality(TableModality):
+    """Values kept in the table itself, as one flat list of floats. `check_values` (declared: the
+    representation's check, `(values, what=...)` -> array, raising `error`) guards both ways."""
+
+    check_values: ClassVar[Callable[..., np.ndarray]]
+
+    def to_column(self, value, root, what: str) -> list[float]:
+        return [float(v) for v in np.asarray(self.check_values(value, what=what)).reshape(-1)]
+
+    def read(self, value, root, ctx):
+        return Asset(modality=self.name, data=self.check_values(value, what=f"{self.name} column value"))
 
 
 class FileModality(TableModality):

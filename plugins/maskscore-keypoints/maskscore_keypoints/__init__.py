@@ -5,27 +5,24 @@ from pathlib import Path
 from maskscore_core import Column, hookimpl, vocab
 
 from maskscore_core.edits import instances as edits
-from maskscore_core.plugin.modality_kit import TableModality, part_mask
+from maskscore_core.plugin.modality_kit import NumbersModality, part_mask
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
 from . import keypoint_set, representation
 
 
-class Keypoints(TableModality):
+class Keypoints(NumbersModality):
     """Surface points of the reference mesh, stored in the table as coordinates."""
 
     def encode(self, target, ctx):
         return representation.encode(target)
 
     def write(self, asset, directory, name, ctx):
-        keypoint_set.write_sidecar(Path(directory))
-        return representation.to_column(asset.data)
+        keypoint_set.write_sidecar(Path(directory))  # which surface points the columns hold
+        return super().write(asset, directory, name, ctx)
 
     def read(self, value, root, ctx):
-        return representation.from_column(value)
-
-    def to_column(self, value, root, what):
-        return representation.to_column(value)
+        return representation.from_column(value)  # with the keypoint set's faces and weights
 
 
 @hookimpl
@@ -44,6 +41,7 @@ def register_modalities(register):
         input_columns=(Column("input_keypoints", "list<float>", "frame A's surface point coordinates"), CONDITIONING_IMAGE),
         candidate_column=Column("output_keypoints", "list<list<float>>", "candidate surface points"),
         template="refit the {part} landmarks to frame B", error=representation.KeypointError,
+        check_values=representation.check,
     ))  # fmt: skip
 
 

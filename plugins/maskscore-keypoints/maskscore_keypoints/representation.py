@@ -63,10 +63,6 @@ def from_column(values, what: str = "keypoints column value") -> Asset:
     return _asset(check(values, what=what))
 
 
-def to_column(points) -> list[float]:
-    return [float(v) for v in check(points).reshape(-1)]
-
-
 def _solve(vertices: np.ndarray) -> deform.SurfaceSolve:
     """The factorised surface solve of frame A's body, cached: every candidate of an edit shares
     frame A."""

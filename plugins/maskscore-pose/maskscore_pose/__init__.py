@@ -3,27 +3,17 @@
 from maskscore_core import Column, hookimpl
 
 from maskscore_core.edits import instances as edits
-from maskscore_core.plugin.modality_kit import TableModality, part_mask
-from maskscore_core.plugin.records import Asset
+from maskscore_core.plugin.modality_kit import NumbersModality, part_mask
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 
 from . import representation
 
 
-class Pose(TableModality):
+class Pose(NumbersModality):
     """SOMA bone rotations and the root translation, stored in the table as numbers."""
 
     def encode(self, target, ctx):
         return representation.encode(target)
-
-    def write(self, asset, directory, name, ctx):
-        return representation.to_column(asset.data)
-
-    def read(self, value, root, ctx):
-        return Asset(modality=self.name, data=representation.check(value, what="pose column value"))
-
-    def to_column(self, value, root, what):
-        return representation.to_column(value)
 
 
 @hookimpl
@@ -34,7 +24,8 @@ def decode_to_mesh(asset, instance, ctx):
 @hookimpl
 def register_modalities(register):
     register(Pose(
-        name=representation.MODALITY, table="PoseEditReward", order=1, error=representation.PoseError,
+        name=representation.MODALITY, table="PoseEditReward", order=1, check_values=representation.check,
+        error=representation.PoseError,
         input_columns=(Column("input_pose", "list<float>", "frame A's SOMA rotations [78x3] + t [3]"), CONDITIONING_IMAGE),
         candidate_column=Column("output_poses", "list<list<float>>", "candidate bone poses"),
         template="repose the {part} to frame B's expression",

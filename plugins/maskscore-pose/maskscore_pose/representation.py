@@ -82,11 +82,6 @@ def decode(asset: Asset, instance: EditInstance) -> Decoded:
     return Decoded(vertices=get_reference_mesh().vertices([state])[0])
 
 
-def to_column(vector: np.ndarray) -> list[float]:
-    """The PoseEditReward column value: the 237 floats as a plain list."""
-    return [float(v) for v in check(vector)]
-
-
 def mask(part: str) -> dict:
     """The part's bones (its SOMA bones and the face bones carrying its actions), their indices
     in the pose vector, and the part's facial actions (those no bone carries come from frame A)."""
