@@ -136,6 +136,10 @@ class CoreOptions:
 
     # `--editor-option NAME=VALUE`: a model editor's own options (`model_editors.options`).
     editor_options: dict = setting(attrs.Factory(dict), lambda v: isinstance(v, dict), "a mapping of option names to values")
+    # Set by the render-compare scorer for candidates given as pixels (`Modality.pixel_size`): the
+    # frame size at which the references are read back through pixels too.
+    pixel_references: int | None = setting(None, lambda v: v is None or (isinstance(v, int) and v > 0),
+                                           "a positive whole number of pixels", lambda v: v if v is None else int(v))  # fmt: skip
 
 
 @attrs.define
