@@ -43,6 +43,21 @@ def weights_dir(given: str | None, env: str, what: str, model: str, ways: str = 
     return path
 
 
+def check_weight_files(path: Path, what: str, required: tuple[str, ...] = ()) -> None:
+    """WeightsError naming the first file of `required` that `path` lacks, else the first
+    safetensors shard its index lists that is missing (model.safetensors without an index)."""
+    for name in required:
+        if not (path / name).is_file():
+            raise WeightsError(f"{what} weights: {path / name} is missing")
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        for shard in sorted(set(json.loads(index.read_text())["weight_map"].values())):
+            if not (path / shard).is_file():
+                raise WeightsError(f"{what} weights: {path / shard} is missing (listed in {index.name})")
+    elif not (path / "model.safetensors").is_file():
+        raise WeightsError(f"{what} weights: {path / 'model.safetensors'} is missing")
+
+
 def weights_found(locate: Callable[[], Path], check_complete: Callable[[Path], None]) -> str:
     """For listings: where the weights are, or why none were found."""
     try:

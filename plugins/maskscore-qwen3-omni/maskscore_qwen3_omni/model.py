@@ -31,21 +31,9 @@ WAYS = {"qwen3-omni": "pass --editor-option weights=DIR", "omniscore": "pass --w
 
 def check_complete(path: Path) -> None:
     """Raise WeightsError naming the first file the model or its processor would miss."""
-    import json
-
-    for name in ("config.json", "tokenizer_config.json"):
-        if not (path / name).is_file():
-            raise WeightsError(f"Qwen3-Omni weights: {path / name} is missing")
+    model_editors.check_weight_files(path, "Qwen3-Omni", ("config.json", "tokenizer_config.json"))
     if not any((path / name).is_file() for name in PROCESSOR_FILES):
         raise WeightsError(f"Qwen3-Omni weights: {path / PROCESSOR_FILES[0]} is missing")
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        for shard in shards:
-            if not (path / shard).is_file():
-                raise WeightsError(f"Qwen3-Omni weights: {path / shard} is missing (listed in {index.name})")
-    elif not (path / "model.safetensors").is_file():
-        raise WeightsError(f"Qwen3-Omni weights: {path / 'model.safetensors'} is missing")
 
 
 def found(path: str | None = None) -> str:

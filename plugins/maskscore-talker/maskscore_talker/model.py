@@ -36,16 +36,7 @@ def weights_dir(given: str | None) -> Path:
 
 def check_complete(path: Path) -> None:
     """Raise WeightsError naming the first file the model, its voices or its tokenizer would miss."""
-    for name in ("config.json", "tokenizer_config.json", SPEAKERS):
-        if not (path / name).is_file():
-            raise WeightsError(f"talker weights: {path / name} is missing")
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        for shard in sorted(set(json.loads(index.read_text())["weight_map"].values())):
-            if not (path / shard).is_file():
-                raise WeightsError(f"talker weights: {path / shard} is missing (listed in {index.name})")
-    elif not (path / "model.safetensors").is_file():
-        raise WeightsError(f"talker weights: {path / 'model.safetensors'} is missing")
+    model_editors.check_weight_files(path, "talker", ("config.json", "tokenizer_config.json", SPEAKERS))
     config = json.loads((path / "config.json").read_text())
     if not config.get("enable_audio_output", True):
         raise WeightsError(f"talker weights: {path / 'config.json'} sets enable_audio_output false (no talker)")
