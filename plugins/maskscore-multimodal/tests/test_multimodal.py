@@ -34,7 +34,7 @@ class TestMultimodalContract(ModalityContract):
     the ladder uses each instance's own (key-chosen) pair."""
 
     modality = MODALITY
-    distribution = "maskscore-multimodal"
+    stores_written_values = False  # the first input column names the source modality (check_rows)
     bad_files = (
         ("nope", {}, "does not exist"),
         ("f", {"f": None}, "no manifest.json"),
