@@ -168,3 +168,80 @@ def test_a_remeshed_body_in_pixal3d_frame_becomes_a_scored_candidate(ctx):
         assert abs(getattr(remeshed, dimension) - getattr(exact, dimension)) <= 0.05
     with pytest.raises(EditError, match="none of the 1 outputs"):
         candidates_from(instance, ctx, [("broken", 2, broken.vertices, broken.faces)], view, params, framing, config)
+
+
+def _build_args(out, *extra):
+    return ["build", "bench", "--out", str(out), "--rows", "3", "--seed", "1", "--subjects", "24", "--modalities", "mesh",
+            "--views", "2", "--resolution", "64", "--editor", "pixal3d", "--quiet", *extra]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pixal3d") is not None, reason="Pixal3D is installed here")
+def test_build_bench_without_pixal3d_stops_with_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from maskscore_core.cli import main
+
+    result = CliRunner().invoke(main, _build_args(tmp_path / "bench"))
+    assert result.exit_code == 1
+    assert "pixal3d needs the Python package 'pixal3d'" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+class _StandInPipeline:
+    """Stands in for `Pixal3DImageTo3DPipeline` where it cannot run (no CUDA, no packages): its
+    `run` takes what the real one takes and returns a subdivided ANNY body (default subject, jaw
+    open) in Pixal3D's frame for the camera it is given, as `MeshWithVoxel`-like tensors. Not a
+    model: it shows the editor's call and everything after it, not what Pixal3D makes."""
+
+    def __init__(self, view):
+        self.view, self.calls = view, []
+
+    def run(self, image, camera_params, seed, preprocess_image, pipeline_type, max_num_tokens,
+            sparse_structure_sampler_params, shape_slat_sampler_params, tex_slat_sampler_params):
+        from maskscore_core.body import remesh
+        from maskscore_core.body.reference_mesh import get_reference_mesh
+        from maskscore_core.metric.views import subject_framing
+        from maskscore_pixal3d import camera
+
+        self.calls.append({"size": image.size, "mode": image.mode, "camera_params": camera_params, "seed": seed,
+                           "preprocess_image": preprocess_image, "pipeline_type": pipeline_type,
+                           "steps": shape_slat_sampler_params["steps"]})
+        state = face_state(jawOpen=0.6)
+        body = subject_framing(state.phenotype).apply(get_reference_mesh().vertices([state])[0])
+        vertices, faces = remesh.subdivide(*remesh.body_surface(body))
+        return [_StandIn(camera.from_world(vertices, self.view, camera_params), faces)]
+
+
+def test_build_bench_with_pixal3d_writes_and_scores_meshes_of_its_own_topology(tmp_path, monkeypatch):
+    """`maskscore build bench --editor pixal3d` through the editor's real code, the pipeline
+    stood in for (above): rows whose candidates are .glb meshes of their own topology, scored by
+    render-compare, the call as Pixal3D takes it, the outcomes recorded."""
+    from click.testing import CliRunner
+
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.cli import main
+    from maskscore_core.dataset import reader
+    from maskscore_core.metric import foreign_mesh
+    from maskscore_core.metric.views import ViewConfig
+    from maskscore_pixal3d import camera, pipeline
+
+    stand_in = _StandInPipeline(camera.picture_view(ViewConfig(count=2, resolution=64), 0.0, 0.0, 64))
+    monkeypatch.setattr(pipeline, "missing", lambda weights: None)
+    monkeypatch.setattr(pipeline, "load", lambda weights: stand_in)
+    out = tmp_path / "bench"
+    args = _build_args(out, "--editor-option", f"weights={tmp_path}", "--editor-option", "size=64",
+                       "--editor-option", "steps=2", "--editor-option", "candidates=2")
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert stand_in.calls and all(c["preprocess_image"] is False and c["size"] == (64, 64) and c["mode"] == "RGB"
+                                  and c["pipeline_type"] == "1024_cascade" and c["steps"] == 2 for c in stand_in.calls)
+    assert stand_in.calls[0]["camera_params"]["distance"] == pytest.approx(0.5 / math.tan(math.radians(30.0) / 2.0))
+    rows = [row for _, row in reader.iter_rows(out)]
+    assert rows and {row["dimension"] for row in rows} == {"instruction_following", "consistency", "overall"}
+    for row in rows:
+        assert len(row["output_meshes"]) == 2 == len(row["scores"])
+        assert all(0.0 <= x <= 1.0 for x in row["scores"])
+        mesh = foreign_mesh.read(out / row["output_meshes"][0])
+        assert len(mesh.faces) != len(get_reference_mesh().faces) and not foreign_mesh.is_reference(mesh)
+    records = [json.loads(p.read_text()) for p in (out / "editor-outputs").glob("*.json")]
+    assert records and all(r["editor"] == "pixal3d" and all(c["decoded"] for c in r["candidates"]) for r in records)
+    assert "pixal3d" in (out / "README.md").read_text()
