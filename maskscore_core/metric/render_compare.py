@@ -99,13 +99,15 @@ WEIGHTS: dict[str, float] = {
     "depth_l1": 1.0, "normal_l1": 1.0, "ssim": 1.0, "lpips": 1.0, "activation": 1.0, "appearance_l1": 1.0,
     "head_motion": 1.0,
 }  # fmt: skip
-OVERALL_WEIGHTS: dict[str, float] = {"instruction_following": 0.5, "consistency": 0.5}
+# overall = consistency * (1 + instruction_following) / 2 (`overall_of`): the mean of the two,
+# less the part of the edit's credit that was bought with the rest of the picture.
 
 NO_ALIGN_PARTS = ("neck",)
 # The formulas' revision: bump when a change moves any score. `dataset.scorer_config` keys stored
 # scores by it. 2: calibrated instruction_following, consistency beyond frame B's own change,
 # alignment always, framing on frame A's head (issue 12). 3: follow terms down to TERM_FLOOR,
-# averaged, then the soft floor (issue 12 point 5).
+# averaged, then the soft floor; overall = consistency * (1 + instruction_following) / 2 (issue 12
+# point 5).
 METRIC_VERSION = 3
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
@@ -178,13 +180,21 @@ def follow_score(distances: dict[str, float], references: dict[str, float], half
     return soft_floor(sum(weights[k] * follow_term(k, distances[k], references[k], halfway[k]) for k in weights) / total)
 
 
+def overall_of(follow: float, consistency: float) -> float:
+    """overall: the asked change counts only as far as the rest was kept,
+    consistency * (1 + instruction_following) / 2. Equal to their mean where consistency is 1
+    (doing nothing 0.5, frame B 1) and never above it; another subject whose part happens to
+    look like frame B's (a hat taken off, a subject without one) no longer outranks a wrong-part
+    edit that kept the subject (docs/metric.md, "Scores")."""
+    return consistency * (1.0 + follow) / 2.0
+
+
 def scores_of(distances: dict[str, dict[str, float]], references: dict[str, float], halfway: dict[str, float]) -> CandidateScore:
     """The CandidateScore of one candidate's distances {"instruction_following": {...},
     "consistency": {...}} and the row's d(A, B) and d(halfway, B) per distance."""
     follow = follow_score(distances["instruction_following"], references, halfway)
     consistency = combine(distances["consistency"])
-    weights = OVERALL_WEIGHTS
-    overall = (weights["instruction_following"] * follow + weights["consistency"] * consistency) / sum(weights.values())
+    overall = overall_of(follow, consistency)
     flat = {f"{DIMENSION_PREFIX[dim]}.{name}": float(v) for dim, found in distances.items() for name, v in found.items()}
     for name in distances["instruction_following"]:
         flat[f"{REFERENCE_PREFIX}.{name}"], flat[f"{HALFWAY_PREFIX}.{name}"] = float(references[name]), float(halfway[name])
@@ -226,7 +236,6 @@ class PreparedReference:
     head_frame: object | None = None  # head_motion.HeadFrame of frame A (mesh references)
     b_as_is: Decoded | None = None  # frame B as given, when `b` is B moved onto A's head
     ssim_a: object | None = None  # image_metrics.SsimReference of A's normals, filtered once per row
-    ssim_b: object | None = None  # and of B's
     ssim_b: object | None = None  # and of B's
     b_change: dict = attrs.field(factory=dict)  # frame B against A per pixel: "depth", "normal", "ssim", "lpips"
     references: dict = attrs.field(factory=dict)  # d(A, B) inside, per distance
@@ -330,7 +339,6 @@ class RenderCompare:
             if frame is not None:
                 b = attrs.evolve(b, head_motion=head_motion.motion_size(frame, vertices_b, aligned))
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
-            ssim_b = pool.submit(SsimReference, b.normals)
             ssim_b = pool.submit(SsimReference, b.normals)
             # The halfway mesh calibrates instruction_following (module docstring).
             if halfway is None or halfway.vertices is None:
