@@ -106,7 +106,7 @@ def test_files_are_named_by_the_suffix_and_read_back_with_the_plugin_s_error(not
     with pytest.raises(ValueError, match="does not exist") as err:
         plugins.call("read_asset", modality="note", value="assets/none.note", root=tmp_path, ctx=ctx)
     assert type(err.value).__name__ == "NoteError"
-    with pytest.raises(ValueError, match="a note table value.*outside the dataset directory"):
+    with pytest.raises(ValueError, match="note table value .*outside the dataset directory"):
         plugins.call("read_asset", modality="note", value="../b.note", root=tmp_path, ctx=ctx)
 
 

@@ -92,6 +92,6 @@ class FileModality(TableModality):
         return reward_tables.relative_to_root(self.write_file(asset, path, ctx), ctx)
 
     def read(self, value, root, ctx):
-        path = reward_tables.resolve(value, root, f"a {self.name} table value", self.error)
+        path = reward_tables.resolve(value, root, f"{self.name} table value", self.error)
         data = self.read_file(path, ctx)
         return Asset(modality=self.name, data=data, path=str(value), meta=self.read_meta(path, ctx))
