@@ -257,6 +257,23 @@ def test_geometric_candidates_are_shown_as_renders_of_their_views(weights, tmp_p
     assert inputs["image_grid_thw"].shape[0] == 2
 
 
+def test_a_mesh_of_its_own_topology_is_shown_with_its_own_triangles(tmp_path):
+    """A pixal3d-like candidate (frame A subdivided): its pictures are those of the same body."""
+    from maskscore_core.body import remesh
+    from maskscore_core.metric.foreign_mesh import ForeignMesh
+    from maskscore_core.plugin.records import Asset
+    from maskscore_qwen3_omni.omniscore import content_of
+
+    ctx = _ctx(tmp_path)
+    mesh = plugins.modality("mesh").encode(Target("a", Subject("s1", {}), (BodyState(),)), ctx)
+    remeshed = Asset("mesh", ForeignMesh(*remesh.subdivide(*remesh.body_surface(mesh.data))))
+    same = [v for k, v in content_of(mesh, _instance(), ctx, "Edited result") if k == "image"]
+    other = [v for k, v in content_of(remeshed, _instance(), ctx, "Edited result") if k == "image"]
+    assert len(other) == len(same) == 2
+    for a, b in zip(same, other):
+        assert (a != b).any() and np.abs(a.astype(float) - b.astype(float)).mean() < 3.0  # shading differs a little
+
+
 def test_maskscore_eval_grades_omniscore_like_any_scorer(weights, tmp_path):
     """On a one-instance text bench: random weights -> every row a failure carrying the raw
     replies (exit 1, nothing cached); weights taught this bench's prompts -> graded, exit 0."""

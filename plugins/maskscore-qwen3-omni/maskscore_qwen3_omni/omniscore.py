@@ -97,7 +97,12 @@ def content_of(asset, instance, ctx, which: str) -> list:
 
         vertices = decoded.vertices if decoded.vertices is not None else decoded.frames[len(decoded.frames) // 2]
         config = ViewConfig(count=int(ctx.config.get("views", 8)), resolution=int(ctx.config.get("resolution", 256)))
-        pictures = _shaded(get_renderer(config).render(np.asarray(vertices)))
+        if decoded.faces is not None:  # a mesh of its own topology (pixal3d): drawn with its own triangles
+            from maskscore_core.metric import foreign_mesh
+
+            pictures = _shaded(foreign_mesh.render(foreign_mesh.check(vertices, decoded.faces, which), config))
+        else:
+            pictures = _shaded(get_renderer(config).render(np.asarray(vertices)))
     return [("text", f"{which} ({len(pictures)} views):"), *(("image", p) for p in pictures)]
 
 
