@@ -35,6 +35,9 @@ from maskscore_core.dataset import schemas
 from maskscore_core.plugin.pytest_plugin import distribution_of
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 from maskscore_core.plugin.testing import check_modality_plugin_alone, check_round_trip, modality_round_trip
+from maskscore_core.body.parts import PartError
+from maskscore_core.edits.instances import make_instances
+from maskscore_core.edits.ladder import ladder_rungs
 
 
 class ModalityContract:
@@ -158,9 +161,6 @@ class ModalityContract:
     def test_ladder_is_recovered_on_built_in_trials(self, ctx, built_in_trials):
         """The frame-pair editor's rungs, scored by render-compare, rank as the design expects
         (`check_ladders`) on the first built-in instances of this modality."""
-        from maskscore_core.edits.instances import make_instances
-        from maskscore_core.edits.ladder import ladder_rungs
-
         instances = make_instances(built_in_trials, self.modality, np.random.default_rng(self.ladder_seed), self.ladder_instances)
         ladders = []
         for instance in (i for i in instances if self.ladder_filter(i, ctx)):
@@ -218,8 +218,6 @@ class SpokenModalityContract(ModalityContract):
         assert len(decoded.frames) == DEFAULT_SAMPLED_FRAMES
 
     def test_masks_are_face_actions(self, ctx):
-        from maskscore_core.body.parts import PartError
-
         assert "jawOpen" in self._call("mask_part", modality=self.modality, part="mouth", ctx=ctx).native
         with pytest.raises(ValueError, match="antenna"):
             self._call("mask_part", modality=self.modality, part="antenna", ctx=ctx)
