@@ -208,3 +208,15 @@ def test_maskscore_score_takes_mesh_files_of_any_topology(tmp_path):
                                        str(tmp_path / "b.ply")])
     assert result.exit_code != 0
     assert "sub.obj) is not on the reference topology" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_maskscore_show_draws_a_mesh_of_its_own_topology():
+    """The contact sheet's tile of a foreign mesh is the reference renderer's picture of the same
+    triangles (no part tint: it has no part labels)."""
+    from maskscore_core.dataset.contact_sheet import _front_view, decoded_tile
+    from maskscore_core.metric.render import get_renderer
+
+    decoded = mesh({"jawOpen": 0.5})
+    tile = decoded_tile(foreign(decoded, None), "mouth", 64, "candidate 1")
+    np.testing.assert_array_equal(tile, get_renderer(_front_view(64)).render_rgb(decoded.vertices, 64, 64, 0))
+    assert decoded_tile(foreign(decoded, "subdivided"), "mouth", 64, "candidate 2").shape == (64, 64, 3)

@@ -30,6 +30,7 @@ MASK_ALPHA = 0.45
 CAPTION_LINES = 4
 LINE_HEIGHT = 12
 MARGIN = 6
+SKIN_RGB = np.array([224.0, 184.0, 160.0])  # Renderer.render_rgb's skin colour
 
 
 class ContactSheetError(RuntimeError):
@@ -53,6 +54,18 @@ def _mesh_tile(vertices: np.ndarray, part: str, resolution: int) -> np.ndarray:
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
 
+def _foreign_tile(decoded: Decoded, resolution: int) -> np.ndarray:
+    """A mesh of its own topology (an image-to-3D model's output): its own triangles, shaded as
+    `Renderer.render_rgb` shades, without a part tint (it has no part labels)."""
+    from maskscore_core.metric import foreign_mesh
+    from maskscore_core.metric.render import BACKGROUND_RGB, LIGHT_DIRECTION
+
+    result = foreign_mesh.render(foreign_mesh.check(decoded.vertices, decoded.faces), _front_view(resolution))
+    shade = 0.15 + 0.85 * np.clip(np.abs(result.normals[0] @ LIGHT_DIRECTION), 0.0, 1.0)
+    rgb = np.where(result.coverage[0][..., None], shade[..., None] * SKIN_RGB, BACKGROUND_RGB)
+    return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+
+
 def _depth_tile(depth: np.ndarray, resolution: int) -> np.ndarray:
     view = np.asarray(depth[0] if depth.ndim == 3 else depth, dtype=np.float64)
     covered = view > 0
@@ -66,6 +79,8 @@ def _depth_tile(depth: np.ndarray, resolution: int) -> np.ndarray:
 
 def decoded_tile(decoded: Decoded, part: str, resolution: int, what: str) -> np.ndarray:
     """The picture of one decoded candidate or reference."""
+    if decoded.faces is not None:
+        return _foreign_tile(decoded, resolution)
     if decoded.vertices is not None:
         return _mesh_tile(decoded.vertices, part, resolution)
     if decoded.frames:
