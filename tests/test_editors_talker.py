@@ -139,6 +139,18 @@ def test_weights_are_asked_for_and_list_plugins_says_whether_they_were_found(tin
     assert f"weights found at {tiny}" in CliRunner().invoke(main, ["list-plugins"]).output
 
 
+def test_a_part_speech_cannot_move_is_refused_before_any_model_is_loaded(tmp_path):
+    import attrs
+    from maskscore_core.body.parts import PartError
+
+    instance = _instance()
+    brow = attrs.evolve(instance, instruction=attrs.evolve(instance.instruction, part="eyebrow"))
+    with pytest.raises(PartError, match="speech moves only the mouth and jaw; the part 'eyebrow'"):
+        plugins.call("edit", "talker", editor="talker", modality="speech", instance=brow, ctx=_ctx(tmp_path))
+    with pytest.raises(ValueError, match="talker resynthesizes speech; modality 'text' is not one of speech"):
+        plugins.call("edit", "talker", editor="talker", modality="text", instance=instance, ctx=_ctx(tmp_path))
+
+
 def test_the_span_is_the_words_that_differ_and_the_splice_keeps_frame_a_outside_it(tmp_path):
     from maskscore_talker import span
 
