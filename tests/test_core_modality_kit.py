@@ -45,7 +45,7 @@ class Note(FileModality):
             raise NoteError(f"note {path} does not exist")
         return path.read_text()
 
-    def read_meta(self, path, ctx):
+    def read_meta(self, path, data, ctx):
         return {"size": path.stat().st_size}
 
 

@@ -82,8 +82,8 @@ class FileModality(TableModality):
     def read_file(self, path: Path, ctx):
         """The asset's data from `path`; an error of class `error` naming a missing or bad file."""
 
-    def read_meta(self, path: Path, ctx) -> dict:
-        """What `read` puts in the asset's meta beside the data (nothing by default)."""
+    def read_meta(self, path: Path, data, ctx) -> dict:
+        """What `read` puts in the asset's meta beside the data `read_file` gave (nothing by default)."""
         return {}
 
     def write(self, asset, directory, name, ctx):
@@ -94,4 +94,4 @@ class FileModality(TableModality):
     def read(self, value, root, ctx):
         path = reward_tables.resolve(value, root, f"{self.name} table value", self.error)
         data = self.read_file(path, ctx)
-        return Asset(modality=self.name, data=data, path=str(value), meta=self.read_meta(path, ctx))
+        return Asset(modality=self.name, data=data, path=str(value), meta=self.read_meta(path, data, ctx))
