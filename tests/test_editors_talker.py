@@ -188,6 +188,12 @@ def test_random_weights_give_audio_that_is_a_recorded_decode_failure(tiny, tmp_p
     assert [c["decoded"] for c in record["candidates"]] == [False, False]
     assert all("NotSaidError: the talker's audio for 'off' is" in c["reason"] for c in record["candidates"])
     assert len({c["seed"] for c in record["candidates"]}) == 2 and all(c["made_s"] > 0 for c in record["candidates"])
+    for option, message in ((("speaker", "Nobody"), "speaker 'Nobody' is not in .*spk_dict.pt; it has Chelsie, Ethan"),
+                            (("voice", "x"), "talker: unknown editor option 'voice'; options: weights, candidates"),
+                            (("steps", "0"), "talker: candidates and steps must be >= 1")):
+        ctx = _ctx(tmp_path, editor_options={"weights": str(tiny), "candidates": 1, "steps": 1, option[0]: option[1]})
+        with pytest.raises(ValueError, match=message):
+            plugins.call("edit", "talker", editor="talker", modality="speech", instance=_instance(), ctx=ctx)
 
 
 def test_a_loud_random_vocoder_gives_a_buzz_that_is_recorded_as_not_speech_and_passes_repeat(tiny, tmp_path):
