@@ -3,12 +3,13 @@ talker's output that is not speech of the phrase from being decoded as if it wer
 
 The speech modality decodes a waveform by forcing pocketsphinx to align it with the words it is
 meant to say, and forced alignment can fit words to audio that does not say them when the rest
-of the clip is real speech (frame A's own words around the span hold it in place; docs/editors.md). So before decoding, the
-talker's stretch must (1) not be silent, (2) be voiced somewhere (every phrase has a vowel; noise
-has no pitch), (3) have a pitch that moves (speech has intonation; a random vocoder's buzz sits
-at its frame rate, 100 Hz for Token2Wav), and (4) hold the phrase: aligned against the words the
-candidate should say, each phrase word must fall mostly inside the stretch the talker made. A
-random model's output (silence, noise or buzz) fails; so does speech that puts the phrase elsewhere.
+of the clip is real speech (frame A's own words around the span hold it in place;
+docs/editors.md). So before decoding, the talker's stretch must (1) not be silent, (2) be voiced
+somewhere (every phrase has a vowel; noise has no pitch), (3) have a pitch that moves (speech
+has intonation; a random vocoder's buzz sits at its frame rate, 100 Hz for Token2Wav), and (4)
+hold the phrase: aligned against the words the candidate should say, each phrase word must fall
+mostly inside the stretch the talker made. A random model's output (silence, noise or buzz)
+fails; so does speech that puts the phrase elsewhere.
 Wrong words the aligner still fits inside the stretch are not caught: forced alignment is no
 transcript verifier (maskscore_core.speech.alignment).
 """
