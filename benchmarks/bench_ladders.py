@@ -63,6 +63,22 @@ def report_rows(modality: str, seed: int, rows) -> None:
             print(f"    OUT OF ORDER {wrong}")
 
 
+def markdown(figures: dict) -> None:
+    """Each modality's ladders as the Markdown table its README shows."""
+    for modality, by_seed in figures["modalities"].items():
+        print(f"\n{modality}\n")
+        print("| seed | part | rungs | instruction_following | consistency | overall | in order |")
+        print("|---|---|---|---|---|---|---|")
+        for seed, rows in by_seed.items():
+            if isinstance(rows, dict):
+                print(f"| {seed} | not scored: {rows['error']} | | | | | |")
+                continue
+            for row in rows:
+                cells = [" / ".join(f"{v:.3f}" for v in row[d]) for d in DIMENSIONS]
+                verdict = "yes" if not row["out_of_order"] else "no: " + "; ".join(row["out_of_order"])
+                print(f"| {seed} | {row['part']} | {', '.join(map(str, row['rungs']))} | " + " | ".join(cells) + f" | {verdict} |")
+
+
 def report(figures: dict) -> None:
     total = [r for by_seed in figures["modalities"].values() for rows in by_seed.values() if isinstance(rows, list) for r in rows]
     good = sum(not r["out_of_order"] for r in total)
@@ -78,14 +94,26 @@ def report(figures: dict) -> None:
 @click.option("--resolution", default=96, show_default=True, type=click.IntRange(min=16))
 @click.option("--part", "parts", multiple=True, help="score only the drawn instances editing these parts")
 @click.option("--pair", default=None, help="multimodal only: pin the path pair (e.g. keypoints->depth)")
+@click.option("--markdown", "as_markdown", is_flag=True, help="also print each modality's ladders as a Markdown table")
+@click.option("--from-json", "from_json", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="print the tables of figures written before by --out instead of scoring")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="write the figures as JSON here")
-def main(modalities, seeds, instances, subjects, views, resolution, parts, pair, out_path):
+def main(modalities, seeds, instances, subjects, views, resolution, parts, pair, as_markdown, from_json, out_path):
     from maskscore_core.plugin import manager as plugins
     from maskscore_core.plugin.context import Context
     from maskscore_core.metric.render_compare import METRIC_VERSION
     from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
 
     sys.stdout.reconfigure(line_buffering=True)  # each modality's ladders show as they are scored
+    if from_json:
+        figures = json.loads(Path(from_json).read_text())
+        for name, by_seed in figures["modalities"].items():
+            for seed, rows in by_seed.items():
+                report_rows(name, seed, rows)
+        report(figures)
+        if as_markdown:
+            markdown(figures)
+        return
     start = time.perf_counter()
     names = list(modalities) or [getattr(m, "name", m) for m in plugins.modalities()]
     figures = {"views": views, "resolution": resolution, "metric_version": METRIC_VERSION, "modalities": {}}
@@ -107,6 +135,8 @@ def main(modalities, seeds, instances, subjects, views, resolution, parts, pair,
     figures["seconds"] = time.perf_counter() - start
     print(f"\n{views} views x {resolution} px, metric revision {METRIC_VERSION}")
     report(figures)
+    if as_markdown:
+        markdown(figures)
     if out_path:
         Path(out_path).parent.mkdir(parents=True, exist_ok=True)
         Path(out_path).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
