@@ -171,6 +171,10 @@ def test_the_span_is_the_words_that_differ_and_the_splice_keeps_frame_a_outside_
     assert (grown.replaced, grown.phrase) == ("on", "on all")
     with pytest.raises(span.SpanError, match="already says"):
         span.find(samples, instance.a.transcript, "Turn on the kitchen lights")
+    with pytest.raises(span.SpanError, match="the talker returned NaN or infinite samples"):
+        span.to_int16(np.array([0.1, np.nan]), 24_000)
+    faded = span.to_int16(np.ones(24_000), 24_000)  # 5 ms fades at 24 kHz: 120 samples each
+    assert faded[0] == 0 and faded[119] < 32767 and faded[120] == 32767 and faded[-121] == 32767 and faded[-120] < 32767
 
 
 def test_random_weights_give_audio_that_is_a_recorded_decode_failure(tiny, tmp_path):

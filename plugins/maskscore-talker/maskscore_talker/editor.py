@@ -48,7 +48,7 @@ def speaker_for(instance, talker: model.Talker, wanted: str) -> str:
 def candidate(source: np.ndarray, where: span.Span, audio: np.ndarray, rate: int):
     """The talker's float audio at `rate`, brought to 16 kHz int16 and spliced into frame A's
     samples; (samples, how many of them the talker made)."""
-    made = resample(span.to_int16(audio), rate, SAMPLE_RATE)
+    made = resample(span.to_int16(audio, rate), rate, SAMPLE_RATE)
     return span.splice(source, where, made), int(made.size)
 
 

@@ -81,12 +81,12 @@ def find(samples: np.ndarray, transcript_a: str, phrase_b: str) -> Span:
                 " ".join(a[:head] + b[head:len(b) - tail] + a[len(a) - tail:]), head)
 
 
-def to_int16(audio: np.ndarray) -> np.ndarray:
-    """Float samples in [-1, 1] as 16-bit integers (clipped), faded in and out at the edges."""
+def to_int16(audio: np.ndarray, rate: int) -> np.ndarray:
+    """Float samples in [-1, 1] at `rate` as 16-bit integers (clipped), faded in and out at the edges."""
     audio = np.asarray(audio, dtype=np.float64).reshape(-1)
     if audio.size == 0 or not np.all(np.isfinite(audio)):
         raise SpanError(f"the talker returned {'no samples' if audio.size == 0 else 'NaN or infinite samples'}")
-    fade = min(int(FADE_S * SAMPLE_RATE), audio.size // 2)
+    fade = min(int(FADE_S * rate), audio.size // 2)
     if fade:
         ramp = np.linspace(0.0, 1.0, fade, endpoint=False)
         audio = audio.copy()
