@@ -11,7 +11,7 @@ the camera centre (mm), and the largest action the case did not set ("spill").
 
     .venv/bin/python benchmarks/bench_landmark_fit.py                   # the README's table
     .venv/bin/python benchmarks/bench_landmark_fit.py --yaws 0 --sizes 192 --json out.json
-    .venv/bin/python benchmarks/bench_landmark_fit.py --ladders 3     # ladders through pixels
+    .venv/bin/python benchmarks/bench_landmark_fit.py --ladders 5 --seeds 0,1   # ladders through pixels
 """
 
 from __future__ import annotations
@@ -59,11 +59,11 @@ def measure(yaw_deg: float, size: int, detector, anchors, config) -> list[dict]:
     from maskscore_core.trials import landmark_fit as lf
     from maskscore_core.metric.views import ViewConfig
 
-    from maskscore_face_landmarks.pixels import camera_target
+    from maskscore_face_landmarks.pixels import face_centre
 
     body = get_body_model()
-    # The image modality's camera: 0.6 m from the middle of the subject's face, here turned by yaw.
-    view_config = ViewConfig(count=1, resolution=size, offset=(0.5, yaw_deg / 360.0), target=camera_target(case_state({})))
+    # The close-up camera of the anchors: 0.6 m from the middle of the subject's face, here turned by yaw.
+    view_config = ViewConfig(count=1, resolution=size, offset=(0.5, yaw_deg / 360.0), target=face_centre(case_state({})))
     renderer = get_renderer(view_config)
     pose = renderer.poses[0]
     view = lf.ViewCamera.from_pose(pose, view_config.fov_deg, size, size)
@@ -121,23 +121,27 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def ladders(count: int, workdir) -> list[str]:
+def ladders(count: int, workdir, seed: int = 0, trials_seed: int = 0, modalities=("image", "video"), size: int = 448) -> list[str]:
     """The frame-pair ladder through pixels on the first `count` built-in instances of the image
-    and video modalities (seed 0, 3 subjects x 2 trials; 4 views of 96 px): image rungs drawn as
-    256 px pictures; video rungs written as 192 px frames at 5 fps, their frames.json removed so
-    they decode as pixel clips. Each line: overall / instruction_following / consistency of
-    rungs 1-5 through pixels, then overall of the same rungs as exact body states."""
-    import json
+    and video modalities (trials seed `trials_seed`, 3 subjects x 2 trials; instances drawn with
+    default_rng(seed); 4 views of 96 px). Image rungs are drawn as pictures of `size` px; video
+    rungs (clips at 5 fps) as pixel clips of `size` px frames (`maskscore_video.pixels.draw_clip`),
+    written as PNG folders and read back. Both are scored against references read through pixels
+    of the same size. Each line: overall / instruction_following / consistency of rungs 1-5
+    through pixels, overall of the same rungs as exact body states, and whether overall falls
+    strictly down the rungs."""
+    import itertools
     from pathlib import Path
 
     from maskscore_core.plugin import manager as plugins
     from maskscore_core.plugin.context import Context
     from maskscore_core.edits.instances import make_instances
+    from maskscore_core.edits.ladder import build_ladder
     from maskscore_core.plugin.records import Asset, Candidate
     from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
 
     workdir = Path(workdir)
-    ctx = Context(workdir=workdir, seed=0, config={"views": 4, "resolution": 96, "frame_resolution": 192, "video_frames": 3})
+    ctx = Context(workdir=workdir, seed=0, config={"views": 4, "resolution": 96, "image_resolution": size, "video_frames": 3})
     lines = []
 
     def fmt(values):
@@ -147,33 +151,33 @@ def ladders(count: int, workdir) -> list[str]:
         found = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
         return [s.overall for s in found], [s.instruction_following for s in found], [s.consistency for s in found]
 
-    for modality, fps in (("image", 25.0), ("video", 5.0)):
-        from maskscore_video.pixels import PIXEL_MANIFEST, read_png_folder
-        from maskscore_video.representation import write_clip
+    for modality in modalities:
+        from maskscore_video.pixels import draw_clip, read_png_folder, write_png_folder
 
-        trials = generate_trials(AnnySourceConfig(seed=0, subjects=3, trials_per_subject=2, fps=fps), workdir / f"trials-{modality}")
+        fps = 5.0 if modality == "video" else 25.0
+        trials = generate_trials(AnnySourceConfig(seed=trials_seed, subjects=3, trials_per_subject=2, fps=fps),
+                                 workdir / f"trials-{modality}-{trials_seed}")  # fmt: skip
         mesh = plugins.modality("mesh")
-        for number, instance in enumerate(make_instances(trials, modality, np.random.default_rng(0), count), start=1):
+        for number, instance in enumerate(make_instances(trials, modality, np.random.default_rng(seed), count), start=1):
             candidates = plugins.call("edit", "frame-pair", editor="frame-pair", modality=modality, instance=instance, ctx=ctx)
             if modality == "video":
                 exact, pixels = candidates, []
                 for c in candidates:
-                    folder = workdir / instance.key / f"rung{c.rung}"
-                    write_clip(c.asset.data, folder, 192)
-                    (folder / "frames.json").unlink()
-                    (folder / PIXEL_MANIFEST).write_text(json.dumps({"fps": c.asset.data.fps}))
+                    folder = workdir / f"{instance.key}-{trials_seed}" / f"rung{c.rung}"
+                    clip = c.asset.data
+                    write_png_folder(draw_clip(clip.states, clip.fps, size, c.label), folder)
                     pixels.append(Candidate(c.label, Asset(modality="video", data=read_png_folder(folder), path=str(folder)), c.rung))
             else:
-                from maskscore_core.edits.ladder import build_ladder
-
                 pixels = candidates
                 exact = [Candidate(t.label, mesh.encode(t, ctx), t.rung) for t in build_ladder(instance)]
+            name = f"{number} ({instance.instruction.part})"
             try:
                 overall, following, consistency = score(instance, pixels)
-                line = (f"| {modality} | {number} ({instance.instruction.part}) | {fmt(overall)} | {fmt(following)} |"
-                        f" {fmt(consistency)} | {fmt(score(instance, exact)[0])} |")  # fmt: skip
+                ordered = "yes" if all(a > b for a, b in itertools.pairwise(overall)) else "no"
+                line = (f"| {modality} | {trials_seed}/{seed} | {name} | {fmt(overall)} | {fmt(following)} |"
+                        f" {fmt(consistency)} | {fmt(score(instance, exact)[0])} | {ordered} |")  # fmt: skip
             except ValueError as err:
-                line = f"| {modality} | {number} ({instance.instruction.part}) | failed: {str(err).splitlines()[0]} | | | |"
+                line = f"| {modality} | {trials_seed}/{seed} | {name} | failed: {str(err).splitlines()[0]} | | | | no |"
             print(line, flush=True)
             lines.append(line)
     return lines
@@ -185,15 +189,25 @@ def main() -> int:
     parser.add_argument("--sizes", default="160,256", help="image sizes, pixels (square)")
     parser.add_argument("--cases", default=",".join(CASES), help="which cases")
     parser.add_argument("--json", help="write the rows and the speed summary as JSON here")
-    parser.add_argument("--ladders", type=int, default=0, help="also the frame-pair ladder through pixels on this many"
-                        " built-in instances of the image and video modalities")  # fmt: skip
+    parser.add_argument("--ladders", type=int, default=0, help="instead, the frame-pair ladder through pixels on this many"
+                        " built-in instances of each modality")  # fmt: skip
+    parser.add_argument("--seeds", default="0", help="with --ladders: instance seeds (default_rng), comma-separated")
+    parser.add_argument("--trial-seeds", default="0", help="with --ladders: seeds of the built-in trials, comma-separated")
+    parser.add_argument("--modalities", default="image,video", help="with --ladders: image, video or both")
+    parser.add_argument("--size", type=int, default=448, help="with --ladders: picture and frame size, pixels")
     args = parser.parse_args()
     if args.ladders:
         import tempfile
 
-        print("| modality | instance | overall 1-5 (pixels) | instruction_following | consistency | overall 1-5 (exact) |")
-        print("|---|---|---|---|---|---|")
-        ladders(args.ladders, tempfile.mkdtemp(prefix="pixel-ladders-"))
+        print("| modality | trials/instance seed | instance | overall 1-5 (pixels) | instruction_following | consistency |"
+              " overall 1-5 (exact) | in order |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|")
+        workdir = tempfile.mkdtemp(prefix="pixel-ladders-")
+        lines = []
+        for trials_seed in [int(x) for x in args.trial_seeds.split(",")]:
+            for seed in [int(x) for x in args.seeds.split(",")]:
+                lines += ladders(args.ladders, workdir, seed, trials_seed, args.modalities.split(","), args.size)
+        print(f"in order: {sum(line.endswith('| yes |') for line in lines)} of {len(lines)} ladders")
         return 0
 
     from maskscore_core.trials import landmark_fit as lf

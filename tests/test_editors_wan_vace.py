@@ -15,7 +15,7 @@ from maskscore_core.plugin.records import BodyState, EditInstance, EditInstructi
 
 pytestmark = pytest.mark.maskscore_plugins("maskscore-wan-vace", "maskscore-image", "maskscore-face-landmarks", "maskscore-video")
 
-RESOLUTION = 160  # the landmark detector needs the face >= 60 px wide
+RESOLUTION = 288  # the landmark detector needs the face >= 60 px wide (about 65 px here)
 
 
 def save_tiny_wan_vace(path):
@@ -196,12 +196,12 @@ def test_a_video_clip_is_repainted_inside_the_part_on_every_frame(tiny, tmp_path
         b=Target("frame B", subject, (BodyState(expression=expression),) * 6, "hello there"),
     )
     ctx = Context(workdir=tmp_path, seed=0, config={"views": 2, "resolution": 64, "editor_options": {
-        "weights": str(tiny[0]), "steps": 1, "candidates": 1, "frames": 5, "size": 160}})
+        "weights": str(tiny[0]), "steps": 1, "candidates": 1, "frames": 5, "size": 288}})
     candidates = plugins.call("edit", "wan-vace", editor="wan-vace", modality="video", instance=instance, ctx=ctx)
     record = json.loads((tmp_path / "editor-outputs" / "wan-video-0001.json").read_text())
     assert record["config"]["frames"] == 5 and [c["decoded"] for c in record["candidates"]] == [True]
-    frames, mask, fps, names = video_frames(instance, {"frames": 5, "size": 160, "grow": 3})
-    assert len(frames) == 5 and mask.shape == (5, 160, 160) and mask.any(axis=(1, 2)).all()
+    frames, mask, fps, names = video_frames(instance, {"frames": 5, "size": 288, "grow": 3})
+    assert len(frames) == 5 and mask.shape == (5, 288, 288) and mask.any(axis=(1, 2)).all()
     for candidate in candidates:
         clip = candidate.asset.data
         assert isinstance(clip, PixelClip) and len(clip.frames) == 5

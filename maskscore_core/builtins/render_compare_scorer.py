@@ -27,6 +27,10 @@ import numpy as np
 from maskscore_core import Scorer, hookimpl
 from maskscore_core.edits.ladder import edit_fraction, ideal_edit
 from maskscore_core.plugin.records import CandidateScore, Decoded, PartMask
+from maskscore_core.dataset.reward_tables import view_config
+from maskscore_core.metric.views import framing_of, subject_framing
+from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import RunConfig
 
 NAME = "render-compare"
 
@@ -41,8 +45,6 @@ def register_scorers(register):
 
 
 def view_config_of(ctx):
-    from maskscore_core.dataset.reward_tables import view_config
-
     return view_config(ctx)
 
 
@@ -96,8 +98,6 @@ def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates
         if len(frames) != count:
             raise RenderCompareScorerError(f"{what} has {len(frames)} frames, frame A has {count}")
     if framing is None:  # one framing for the whole clip: frame A's first frame
-        from maskscore_core.metric.views import framing_of
-
         framing = framing_of(compare.renderer.check(ref_a.frames[0], "frame A"))
     per_candidate: list[list[CandidateScore]] = [[] for _ in candidates]
     for t in range(count):
@@ -133,8 +133,6 @@ def _add_activation(score: CandidateScore, activations, activations_a, activatio
 
 @hookimpl
 def score(scorer, instance, candidates, ctx):
-    from maskscore_core.plugin import manager as plugins
-
     if not candidates:
         return []
     modalities = sorted({c.asset.modality for c in candidates})
@@ -146,6 +144,18 @@ def score(scorer, instance, candidates, ctx):
     mask = plugins.call("mask_part", modality, modality=modality, part=part, ctx=ctx)
     if not isinstance(mask, PartMask):
         raise RenderCompareScorerError(f"mask_part of the {modality} modality returned {type(mask).__name__}, not a records.PartMask")
+    # Candidates a modality reads from pixels (`Modality.pixel_size`) are compared with references
+    # read from pixels of the same size, others with exact references: each group scored alone.
+    sizes = [plugins.modality(modality).pixel_size(c.asset) for c in candidates]
+    if len(set(sizes)) > 1:
+        scores = [None] * len(candidates)
+        for size in dict.fromkeys(sizes):
+            group = [i for i, s in enumerate(sizes) if s == size]
+            for i, found in zip(group, score(scorer, instance, [candidates[i] for i in group], ctx)):
+                scores[i] = found
+        return scores
+    if sizes[0] is not None:
+        ctx = attrs.evolve(ctx, config=RunConfig.of({**dict(ctx.config), "pixel_references": int(sizes[0])}))
     # instruction_following is measured against frame B's part carried onto frame A (the ideal
     # edit), consistency against frame A itself.
     ideal = attrs.evolve(instance, b=ideal_edit(instance))
@@ -160,8 +170,6 @@ def score(scorer, instance, candidates, ctx):
         plugins.call("decode_to_mesh", modality, asset=c.asset, instance=instance, ctx=ctx) for c in candidates
     ]
     # Every mesh of the row is framed on frame A's subject at rest, as the depth modality's maps are.
-    from maskscore_core.metric.views import subject_framing
-
     framing = subject_framing(instance.a.state.phenotype)
     return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, region=mask.region,
                          halfway=refs["half"])  # fmt: skip

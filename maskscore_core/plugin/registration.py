@@ -129,6 +129,14 @@ class Modality(abc.ABC):
     def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx) -> dict:
         """One row of this modality's reward table (`reward_tables.make_row` builds it)."""
 
+    def pixel_size(self, asset) -> int | None:
+        """The frame size (pixels) of a candidate given as pixels that this modality reads back
+        through a detector and a fit (a pixel clip), or None: decoded exactly (the default). The
+        render-compare scorer then decodes the references through pixels of that size as well
+        (`ctx.config["pixel_references"]`), so that both sides of the comparison pay the same
+        reading error."""
+        return None
+
     # -- derived ------------------------------------------------------------------------------
     def columns(self) -> tuple[Column, ...]:
         return (*HEAD_COLUMNS, *self.input_columns, self.candidate_column, *TAIL_COLUMNS)

@@ -5,7 +5,7 @@ and the two irises: what moves with the facial actions and the head. The face ov
 its points ride on the silhouette, so they slide over the surface as the head turns.
 
 The tie to the mesh is made once (`compute`): the default subject, neutral, is rendered from the
-front (`pixels.camera_target`: the middle of its face) at 512 px with the default look (`records.Appearance`), the detector runs on the picture,
+front (0.6 m from the middle of its face, `pixels.face_centre`) at 512 px with the default look (`records.Appearance`), the detector runs on the picture,
 and each point's ray meets the triangle the render shows there (`landmark_fit.anchors_from_render`).
 The result is committed as `anchors.json` (so every machine fits with the same anchors);
 `python -m maskscore_face_landmarks.anchors` writes it again and tests/test_anchors.py checks
@@ -47,8 +47,8 @@ def selection() -> tuple[tuple[str, ...], tuple[int, ...]]:
 
 
 def frontal_view(resolution: int, target="head"):
-    """The one frontal camera the anchors (and the image modality's frames) are rendered from:
-    Hammersley sample 0 of 1 with u offset 0.5 sits at yaw 0, pitch 0 (as the video frames);
+    """The close-up frontal camera (0.6 m) the anchors and the detector's response are measured
+    with: Hammersley sample 0 of 1 with u offset 0.5 sits at yaw 0, pitch 0 (as the video frames);
     `target` the point it looks at (default: the default subject's head)."""
     from maskscore_core.metric.views import ViewConfig
 
@@ -64,10 +64,10 @@ def compute(detector=None) -> MeshAnchors:
 
     from .detector import FaceMeshDetector
 
-    from .pixels import camera_target
+    from .pixels import face_centre
 
     detector = detector or FaceMeshDetector()
-    config = frontal_view(RESOLUTION, camera_target(BodyState()))
+    config = frontal_view(RESOLUTION, face_centre(BodyState()))
     renderer = get_renderer(config)
     reference = get_reference_mesh()
     vertices = reference.vertices([BodyState()])[0]
@@ -105,11 +105,11 @@ def measure_response(anchors: MeshAnchors, detector=None) -> MeshAnchors:
 
     from .detector import FaceMeshDetector
 
-    from .pixels import camera_target
+    from .pixels import face_centre
 
     detector = detector or FaceMeshDetector()
     body = get_body_model()
-    config = frontal_view(RESPONSE_RESOLUTION, camera_target(BodyState()))
+    config = frontal_view(RESPONSE_RESOLUTION, face_centre(BodyState()))
     renderer = get_renderer(config)
     pose = renderer.poses[0]
     view = lf.ViewCamera.from_pose(pose, config.fov_deg, RESPONSE_RESOLUTION, RESPONSE_RESOLUTION)

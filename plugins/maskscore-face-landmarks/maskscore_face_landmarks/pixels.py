@@ -1,14 +1,16 @@
 """From pixels to an ANNY body state: detect the face, take off the detector's own offset, fit.
 
-Frames are seen by one known camera: the frontal camera the image modality draws its frames
-with (`anchors.frontal_view`: 0.6 m in front of the middle of the subject's own face, 30 degrees;
-heads of the phenotype range sit 0.50-0.78 m high, so a camera aimed at the default head would
-cut a short subject's chin off). The video modality's frames look at the default head (`subject_framed=False`).
-The detector does not
-put its points exactly on the anchors; how far off it is depends on the subject and the look, so
-it is measured on a neutral picture of the same subject with the same look and camera
-(`PixelFitter.bias`) and taken off every detection before the fit (`landmark_fit.landmark_bias`).
-The fit then follows the motion relative to that neutral face.
+Every picture the image modality draws and every frame of a pixel clip is seen by one fixed
+camera (`pixel_view`): frontal, 30 degrees, 1.05 m in front of the middle of the face heights the
+built-in subjects have. One camera for every subject is what an editor's output keeps: a picture of
+someone else in frame A's place (the ladder's wrong-subject rung) shows that person where frame A's
+camera sees them, and the fit reads their other height and face from it. A camera framed on each
+subject's own face centred every subject alike, and a picture of another subject decoded to
+frame A's subject (measured: benchmarks/bench_landmark_fit.py --ladders, plugins/maskscore-image/README.md).
+The detector does not put its points exactly on the anchors; how far off it is depends on the
+subject and the look, so it is measured on a neutral picture of the same subject with the same
+look and camera (`PixelFitter.bias`) and taken off every detection before the fit
+(`landmark_fit.landmark_bias`). The fit then follows the motion relative to that neutral face.
 
 Every refusal is a `PixelFitError` whose one line names the file and frame it came from.
 """
@@ -24,9 +26,13 @@ import numpy as np
 from maskscore_core.plugin.records import Appearance, BodyState
 from maskscore_core.trials import landmark_fit as lf
 
-from .anchors import frontal_view
-
-DEFAULT_RESOLUTION = 256
+DEFAULT_RESOLUTION = 448  # the face about 100 px wide (the detector refuses faces under 60 px)
+# The point the camera looks at: the middle of the face centres (eyes' centre, 4 cm lower) over the
+# corners of the built-in subjects' phenotype ranges (trials.subjects.PHENOTYPE_RANGES): y 0.43-0.72 m,
+# z 0.08-0.12 m. At 1.05 m the 30-degree view spans +-0.28 m around it: every such face, chin and
+# brow included.
+PIXEL_TARGET = (0.0, 0.575, 0.10)
+PIXEL_DISTANCE_M = 1.05
 
 
 class PixelFitError(ValueError):
@@ -52,30 +58,45 @@ def _face_centre(phenotype: tuple) -> tuple[float, float, float]:
     return tuple(round(float(x), 6) for x in centre)
 
 
-def camera_target(state: BodyState, subject_framed: bool = True):
-    """Where the frontal camera looks: the middle of the subject's own face at rest (its eyes'
-    centre, 4 cm lower), or the default subject's head ("head", as video frames are drawn)."""
-    return _face_centre(tuple(sorted(state.phenotype.items()))) if subject_framed else "head"
+def face_centre(state: BodyState) -> tuple[float, float, float]:
+    """The middle of the subject's own face at rest (its eyes' centre, 4 cm lower): where the
+    anchors' and the recovery benchmark's close-up camera looks."""
+    return _face_centre(tuple(sorted(state.phenotype.items())))
 
 
-def picture(state: BodyState, resolution: int, subject_framed: bool = True) -> np.ndarray:
-    """(H, W, 3) uint8 picture of `state` from the frontal camera, shaded with its look (the
-    default look when it has none: the detector needs skin-like shading)."""
+def pixel_view(resolution: int):
+    """The one camera of pictures and pixel clips (module docstring) as a view config."""
+    from maskscore_core.metric.views import ViewConfig
+
+    return ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0), target=PIXEL_TARGET, radius=PIXEL_DISTANCE_M)
+
+
+SUPERSAMPLE = 2  # rendered at twice the size and averaged down: edges without staircases
+
+
+def picture(state: BodyState, resolution: int) -> np.ndarray:
+    """(H, W, 3) uint8 picture of `state` from `pixel_view`, shaded with its look (the default
+    look when it has none: the detector needs skin-like shading).
+
+    Supersampled: with one sample a pixel, the lips' and lids' edges step from pixel to pixel as
+    they move, and the detector's points jump with them; averaged samples move smoothly."""
     from maskscore_core.metric import appearance
     from maskscore_core.body.reference_mesh import get_reference_mesh
     from maskscore_core.metric.render import get_renderer
 
     vertices = get_reference_mesh().vertices([state])[0]
-    result = get_renderer(frontal_view(resolution, camera_target(state, subject_framed))).render(vertices)
-    return appearance.picture(result, state.appearance or Appearance())
+    result = get_renderer(pixel_view(resolution * SUPERSAMPLE)).render(vertices)
+    fine = appearance.shade(result, state.appearance or Appearance())[0].astype(np.float64)
+    coarse = fine.reshape(resolution, SUPERSAMPLE, resolution, SUPERSAMPLE, 3).mean(axis=(1, 3))
+    return np.clip(np.rint(coarse * 255.0), 0, 255).astype(np.uint8)
 
 
 @functools.cache
-def frame_camera(resolution: int, target="head") -> tuple[lf.ViewCamera, np.ndarray]:
-    """The frontal camera looking at `target` as a fit view, and its centre (the rig origin)."""
+def frame_camera(resolution: int) -> tuple[lf.ViewCamera, np.ndarray]:
+    """`pixel_view` as a fit view, and its centre (the rig origin)."""
     from maskscore_core.metric.views import camera_poses
 
-    config = frontal_view(resolution, target)
+    config = pixel_view(resolution)
     pose = camera_poses(config)[0]
     return lf.ViewCamera.from_pose(pose, config.fov_deg, resolution, resolution), np.asarray(pose.origin)
 
@@ -88,14 +109,10 @@ def default_detector():
 
 
 class PixelFitter:
-    """Detect and fit frames of one camera (`frame_camera(resolution)`)."""
+    """Detect and fit frames of the one camera (`frame_camera(resolution)`)."""
 
-    def __init__(self, detector=None, config: lf.FitConfig | None = None, subject_framed: bool = True, draw=None) -> None:
-        """draw(state, resolution) -> picture: how the frames were drawn, for the neutral picture
-        (default `picture`); subject_framed: whether the camera looks at the subject's own head."""
+    def __init__(self, detector=None, config: lf.FitConfig | None = None) -> None:
         self.detector = detector or default_detector()
-        self.subject_framed = subject_framed
-        self.draw = draw or (lambda state, resolution: picture(state, resolution, subject_framed))
         self.anchors = self.detector.anchors()
         self.config = config or lf.PIXEL_FIT_KNOWN_CAMERA
         self._biases: dict = {}
@@ -118,8 +135,8 @@ class PixelFitter:
         key = (tuple(sorted(neutral.phenotype.items())), repr(neutral.appearance), int(resolution))
         with self._lock:
             if key not in self._biases:
-                found = self.detect(self.draw(neutral, resolution), f"neutral picture of the subject ({resolution} px)")
-                view, origin = frame_camera(resolution, camera_target(neutral, self.subject_framed))
+                found = self.detect(picture(neutral, resolution), f"neutral picture of the subject ({resolution} px)")
+                view, origin = frame_camera(resolution)
                 self._biases[key] = lf.landmark_bias(found, neutral, view, origin, self.anchors)
             return self._biases[key]
 
@@ -129,7 +146,7 @@ class PixelFitter:
         phenotype and look (its neutral picture measures the detector's offset)."""
         landmarks = self.detect(image, where)
         resolution = int(np.asarray(image).shape[0])
-        view, origin = frame_camera(resolution, camera_target(subject, self.subject_framed))
+        view, origin = frame_camera(resolution)
         observed = lf.ViewLandmarks(landmarks, view, self.bias(subject, resolution))
         start = init if init is not None else neutral_state(subject)
         try:

@@ -20,14 +20,14 @@ def detector():
 
 @pytest.fixture(scope="module")
 def face():
-    return picture(BodyState(), 192)
+    return picture(BodyState(), 320)  # the one camera of pictures: the face about 72 px wide
 
 
 def test_one_rendered_face_gives_478_points(detector, face):
     found = detector.detect(face)
-    assert found.scheme == lf.MEDIAPIPE_SCHEME and found.points.shape == (478, 2) and found.image_size == (192, 192)
+    assert found.scheme == lf.MEDIAPIPE_SCHEME and found.points.shape == (478, 2) and found.image_size == (320, 320)
     width = np.ptp(found.points[:, 0])
-    assert 60 < width < 192 and np.isfinite(found.points).all()
+    assert 60 < width < 320 and np.isfinite(found.points).all()
     # The subject's right eye (33, image left) is left of the left eye (263); the lips below both.
     assert found.points[33, 0] < found.points[263, 0] and found.points[13, 1] > found.points[33, 1]
 

@@ -48,9 +48,17 @@ class Image(Modality):
         return Asset(modality=MODALITY, data=pixels, meta={"label": target.label})
 
     def decode_reference(self, instance, which, ctx):
-        """Frame A or B drawn as a picture and read back through the detector, as a candidate is."""
-        asset = self.encode(instance.frame(which), ctx)
-        return decode_frames([asset.data], instance, ctx, [f"frame {which.upper()} of {instance.key}"])[0]
+        """Frame A or B drawn as a picture and read back through the detector, as a candidate is:
+        at the candidates' size where the scorer gives it (`ctx.config["pixel_references"]`)."""
+        from maskscore_face_landmarks.pixels import picture
+
+        size = (ctx.config.get("pixel_references") if ctx is not None else None) or representation.resolution(ctx)
+        pixels = picture(instance.frame(which).state, int(size))
+        return decode_frames([pixels], instance, ctx, [f"frame {which.upper()} of {instance.key}"])[0]
+
+    def pixel_size(self, asset):
+        """Every picture is read through the detector: its size."""
+        return int(_pixels(asset).shape[0])
 
     def write(self, asset, directory, name, ctx):
         path = representation.write(_pixels(asset), Path(directory) / f"{name}.png")

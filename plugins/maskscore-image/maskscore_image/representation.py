@@ -1,9 +1,10 @@
 """The image representation: one RGB picture of frame A's subject, what an image editor outputs.
 
 In memory an image asset holds an (H, W, 3) uint8 array; on disk it is a PNG (JPEG is read too).
-Built-in frames are drawn from the frontal camera (`maskscore_face_landmarks.anchors.frontal_view`)
-with the frame's look, at `ctx.config["image_resolution"]` pixels (default 256; the detector
-needs the face at least 60 px wide, about 140 px of picture at this framing).
+Built-in frames are drawn by the one camera of pictures (`maskscore_face_landmarks.pixels.pixel_view`,
+the same for every subject) with the frame's look, at `ctx.config["image_resolution"]` pixels
+(default 448: the face about 100 px wide; the detector needs at least 60 px, about 270 px of
+picture at this framing).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from maskscore_core.dataset import reward_tables
 
 MODALITY = "image"
 SUFFIXES = (".png", ".jpg", ".jpeg")
-DEFAULT_RESOLUTION = 256
+DEFAULT_RESOLUTION = 448
 
 
 class ImageError(ValueError):

@@ -77,7 +77,21 @@ class Video(Modality):
         return Asset(modality=MODALITY, data=clip_from_target(target))
 
     def decode_reference(self, instance, which, ctx):
-        return decode_clip(clip_from_target(instance.frame(which)), instance.instruction.part, ctx)
+        """Frame A's or B's clip, exactly; or, where the candidates are pixel clips
+        (`ctx.config["pixel_references"]`: their frame size), drawn as a pixel clip of that size
+        and read back through the detector and fit as they are."""
+        clip = clip_from_target(instance.frame(which))
+        size = ctx.config.get("pixel_references") if ctx is not None else None
+        if size:
+            from .pixels import draw_clip
+
+            drawn = draw_clip(clip.states, clip.fps, int(size), f"frame {which.upper()} of {instance.key}")
+            clip = _pixel_states(drawn, instance)
+        return decode_clip(clip, instance.instruction.part, ctx)
+
+    def pixel_size(self, asset):
+        """Pixel clips are read through the detector: their frame size; body-state clips: None."""
+        return int(asset.data.frames[0].shape[0]) if isinstance(asset.data, PixelClip) else None
 
     def write(self, asset, directory, name, ctx):
         folder = Path(directory) / name

@@ -5,9 +5,10 @@ A body-state clip (a folder with `frames.json`) decodes exactly; a pixel clip is
 editor outputs. Each frame is read by `maskscore_face_landmarks.pixels` (detected, fitted relative
 to a neutral picture of frame A's subject, warm-started from the previous frame), and the fitted
 facial actions and head rotation are smoothed in time by a centred (1/4, 1/2, 1/4) filter over
-three frames (`pixels.smooth_states`). The frames must come from the frontal camera the video
-modality draws its frames with (looking at the default subject's head), and show the face at
-least 60 px wide (frames of 160 px or more).
+three frames (`pixels.smooth_states`). The frames must come from the one camera of pictures
+(`maskscore_face_landmarks.pixels.pixel_view`, the same for every subject: `draw_clip` draws body
+states with it) and show the face at least 60 px wide (frames of 270 px or more; 448 px puts it
+at about 100 px).
 
 A PNG folder names its frame rate in `clip.json` ({"fps": 25}); an .mp4 carries its own.
 """
@@ -147,19 +148,19 @@ def _rgb(image, what: str) -> np.ndarray:
 
 @functools.cache
 def _fitter():
-    """Frames look at the default head and are drawn as `write_clip` draws them."""
     from maskscore_face_landmarks.pixels import PixelFitter
 
-    from .representation import frame_picture, frame_vertices
+    return PixelFitter()
 
-    def draw(state, resolution):
-        from maskscore_core.metric import render
-        from maskscore_core.metric.views import ViewConfig
 
-        renderer = render.get_renderer(ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0)))
-        return frame_picture(renderer, state, frame_vertices([state])[0], resolution)
+def draw_clip(states, fps: float, resolution: int, source: str) -> PixelClip:
+    """Body states drawn as a pixel clip: each frame by the one camera of pictures
+    (`maskscore_face_landmarks.pixels.picture`: the same for every subject, the frame's look or
+    the default look), as an editor's frames are expected to come."""
+    from maskscore_face_landmarks.pixels import picture
 
-    return PixelFitter(subject_framed=False, draw=draw)
+    frames = [picture(state, resolution) for state in states]
+    return PixelClip(frames, fps, source, [f"{source} (frame {i})" for i in range(len(frames))])
 
 
 def decode_states(clip: PixelClip, instance):

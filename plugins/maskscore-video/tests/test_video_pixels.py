@@ -15,17 +15,17 @@ from maskscore_core.plugin.testing import unit_instance
 
 pytest.importorskip("maskscore_face_landmarks")
 
-from maskscore_video.pixels import PixelClip, write_png_folder, write_video_file  # noqa: E402
+from maskscore_video.pixels import PixelClip, draw_clip, write_png_folder, write_video_file  # noqa: E402
 
 MODALITY = "video"
 JAW = (0.0, 0.25, 0.5, 0.5, 0.25)
-SIZE = 192  # the face must be at least 60 px wide: frames of 160 px or more
+SIZE = 448  # the one camera of pictures: the face about 100 px wide (at least 60 px are needed)
 
 
 def _state(jaw: float) -> BodyState:
     expression = np.zeros(52)
     expression[get_body_model().action_index("jawOpen")] = jaw
-    return BodyState(expression=expression)  # the default subject: the video camera frames its head
+    return BodyState(expression=expression)
 
 
 def _instance():
@@ -35,14 +35,8 @@ def _instance():
 
 @pytest.fixture(scope="module")
 def frames():
-    """The clip's frames drawn as the video modality draws them (one frontal camera)."""
-    from maskscore_core.metric import render
-    from maskscore_core.metric.views import ViewConfig
-    from maskscore_video.representation import frame_picture, frame_vertices
-
-    renderer = render.get_renderer(ViewConfig(count=1, resolution=SIZE, offset=(0.5, 0.0)))
-    states = [_state(j) for j in JAW]
-    return [frame_picture(renderer, s, v, SIZE) for s, v in zip(states, frame_vertices(states))]
+    """The clip's frames drawn as pixel clips are drawn (`draw_clip`: the one camera of pictures)."""
+    return list(draw_clip([_state(j) for j in JAW], 10.0, SIZE, "drawn").frames)
 
 
 def _read(value, root, ctx):
@@ -109,3 +103,4 @@ def test_bad_pixel_clips_are_refused_naming_file_and_frame(frames, ctx, tmp_path
     asset = _read("faceless", tmp_path, ctx)
     with pytest.raises(ValueError, match=r"frame_00001.png \(frame 1\): no face found"):
         plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=_instance(), ctx=ctx)
+

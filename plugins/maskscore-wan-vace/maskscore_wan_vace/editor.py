@@ -28,7 +28,7 @@ from . import pipeline, weights
 EDITOR = "wan-vace"
 MODALITIES = ("image", "video")
 # frames / size: how many of the clip's frames (4k+1, evenly spaced) are drawn and repainted, at what size (video)
-DEFAULTS = {"candidates": 3, "steps": 25, "guidance": 5.0, "grow": 3, "reference": 1, "frames": 9, "size": 192}
+DEFAULTS = {"candidates": 3, "steps": 25, "guidance": 5.0, "grow": 3, "reference": 1, "frames": 9, "size": 448}
 
 
 def settings(ctx) -> dict:
@@ -56,14 +56,13 @@ def part_pixels(modality: str, instance, resolution: int, ctx, margin: int) -> n
     """(H, W) bool: frame A's pixels of the part's region, as the image modality's camera sees them."""
     from maskscore_core.body.reference_mesh import get_reference_mesh
     from maskscore_core.metric.render import get_renderer
-    from maskscore_face_landmarks.anchors import frontal_view
-    from maskscore_face_landmarks.pixels import camera_target
+    from maskscore_face_landmarks.pixels import pixel_view
 
     part = instance.instruction.part
     region = plugins.call("mask_part", modality, modality=modality, part=part, ctx=ctx).region
     state = instance.a.state
     vertices = get_reference_mesh().vertices([state])[0]
-    render = get_renderer(frontal_view(resolution, camera_target(state))).render(vertices)
+    render = get_renderer(pixel_view(resolution)).render(vertices)
     mask = parts.pixel_mask(render, part, True, region)[0]
     if not mask.any():
         raise EditError(f"wan-vace: the {part} of {instance.key} covers no pixel of frame A's picture")
@@ -71,23 +70,23 @@ def part_pixels(modality: str, instance, resolution: int, ctx, margin: int) -> n
 
 
 def video_frames(instance, options) -> tuple[list[np.ndarray], np.ndarray, float, list[str]]:
-    """Frame A's clip drawn as the video modality draws pixel clips (the frontal camera on the
-    default head), `frames` of its frames evenly spaced; the part's pixels of each; their rate."""
+    """Frame A's clip drawn as the video modality draws pixel clips (the one camera of pictures,
+    `pixel_view`), `frames` of its frames evenly spaced; the part's pixels of each; their rate."""
     from maskscore_core.metric.render import get_renderer
-    from maskscore_core.metric.views import ViewConfig
-    from maskscore_video.representation import frame_picture, frame_vertices, sample_indices
+    from maskscore_face_landmarks.pixels import picture, pixel_view
+    from maskscore_video.representation import frame_vertices, sample_indices
 
     states = instance.a.states
     count = pipeline.valid_frame_count(min(options["frames"], len(states)))
     indices = sample_indices(len(states), count)
     size = options["size"]
-    renderer = get_renderer(ViewConfig(count=1, resolution=size, offset=(0.5, 0.0)))
+    renderer = get_renderer(pixel_view(size))
     part = instance.instruction.part
     region = plugins.call("mask_part", "video", modality="video", part=part, ctx=None).region
     pictures, masks = [], []
     for i in indices:
         vertices = frame_vertices([states[i]])[0]
-        pictures.append(frame_picture(renderer, states[i], vertices, size))
+        pictures.append(picture(states[i], size))
         masks.append(grow(parts.pixel_mask(renderer.render(vertices), part, True, region)[0], options["grow"]))
     span = (indices[-1] - indices[0]) / max(len(indices) - 1, 1)
     return pictures, np.stack(masks), float(instance.a.fps) / max(span, 1e-9), [f"frame {i}" for i in indices]
