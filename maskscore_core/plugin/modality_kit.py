@@ -50,10 +50,10 @@ class TableModality(Modality):
         return manager.call("decode_to_mesh", asset=asset, instance=instance, ctx=ctx)
 
     def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx) -> dict:
-        columns = {self.input_columns[0].name: self.to_column(input_value, root, "input value")}
+        columns = {self.input_columns[0].name: self.to_column(input_value, root, "input")}
         if CONDITIONING_IMAGE in self.input_columns:
             columns[CONDITIONING_IMAGE.name] = reward_tables.conditioning_image(instance, root, ctx)
-        candidates = [self.to_column(v, root, f"candidate value {i}") for i, v in enumerate(candidate_values)]
+        candidates = [self.to_column(v, root, f"candidate {i}") for i, v in enumerate(candidate_values)]
         return reward_tables.make_row(self.name, instance, columns, candidates, scores, dimension)
 
 
