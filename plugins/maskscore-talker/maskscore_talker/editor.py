@@ -23,7 +23,7 @@ EDITOR = "talker"
 MODALITIES = ("speech",)
 # speaker: a voice of spk_dict.pt, or "auto" (upstream's Ethan for a male voice of frame A's
 # subject, Chelsie otherwise, when present); max_seconds: the talker's code budget per phrase
-# word (plus one second); steps / guidance: Token2Wav's ODE steps and guidance scale (upstream 10, 0.5).
+# word (plus one word's worth); steps / guidance: Token2Wav's ODE steps and guidance scale (upstream 10, 0.5).
 DEFAULTS = {"candidates": 3, "speaker": "auto", "temperature": 0.9, "steps": 10, "guidance": 0.5, "max_seconds": 0.8}
 AUTO_SPEAKERS = {"male": "Ethan", "female": "Chelsie"}
 
