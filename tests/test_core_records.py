@@ -98,3 +98,12 @@ def test_vocabularies_match_the_design():
     assert vocab.DIMENSIONS == ("instruction_following", "consistency", "overall")
     for parts in vocab.GROUP_PARTS.values():
         assert set(parts) <= set(vocab.PARTS)
+
+
+def test_a_failed_structure_is_named_by_its_innermost_error():
+    from maskscore_core.plugin.records import BodyState, converter, structure_error
+
+    with pytest.raises(Exception) as err:
+        converter.structure({"expression": "not numbers"}, BodyState)
+    message = structure_error(err.value)
+    assert "\n" not in message and not message.startswith(("ClassValidationError", "ExceptionGroup"))

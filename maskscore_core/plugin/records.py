@@ -19,6 +19,14 @@ converter.register_unstructure_hook(np.ndarray, lambda a: a.tolist())
 converter.register_structure_hook(np.ndarray, lambda v, _: np.asarray(v, dtype=np.float64))
 
 
+def structure_error(err: BaseException) -> str:
+    """`Type: message` of the innermost error a failed `converter.structure` raised (cattrs groups
+    them), for a one-line message naming what was wrong."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return f"{type(err).__name__}: {err}"
+
+
 def _array(shape: tuple[int, ...] | None = None):
     """An attrs converter that makes a float64 array and checks its shape and finiteness."""
 
