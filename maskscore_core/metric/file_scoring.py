@@ -156,12 +156,12 @@ def timeline_frames(asset) -> int:
 
 def _read(path: Path, modality: str | None, ctx):
     if modality is None:  # a mesh file: the reference topology, or any other (a model's output)
-        from maskscore_core.body.meshio import read_vertices
+        from maskscore_core.body.reference_mesh import get_reference_mesh
         from maskscore_core.metric import foreign_mesh
 
-        mesh = foreign_mesh.read(path)
+        mesh = foreign_mesh.read(path)  # checked: count and triangles by is_reference, extent, NaN
         if foreign_mesh.is_reference(mesh):
-            return None, Decoded(vertices=read_vertices(path))
+            return None, Decoded(vertices=get_reference_mesh().check(mesh.vertices, str(path)))
         return None, Decoded(vertices=mesh.vertices, faces=mesh.faces)
     m = plugins.modality(modality)
     if _holds_numbers(m) and path.suffix.lower() in NUMBER_SUFFIXES:

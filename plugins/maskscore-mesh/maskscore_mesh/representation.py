@@ -98,8 +98,8 @@ def read(path: Path) -> np.ndarray | foreign_mesh.ForeignMesh:
     .ply or .obj of any other topology (a file with NaN coordinates, no faces or no mesh at all
     is rejected by name)."""
     mesh = foreign_mesh.read(path)  # names a missing, corrupt, empty or bad file first
-    if foreign_mesh.is_reference(mesh):
-        return meshio.read_vertices(path)
+    if foreign_mesh.is_reference(mesh):  # its count, triangles and extent checked: the reference mesh
+        return get_reference_mesh().check(mesh.vertices, str(path))
     return mesh
 
 
