@@ -77,7 +77,9 @@ def candidates_per_second(root: Path, scorers: dict[str, str], views: int, resol
                           limit: int | None = None) -> dict:
     """Candidates scored per second by each scorer (name -> weights) on the same bench groups, in
     this one process, one after the other, after one warm-up group each (model loads, renderer
-    compile); candidates are read from disk once, before timing."""
+    compile) that is not timed, so no timed group was scored before; candidates are read from disk
+    once, before timing. Wall and CPU seconds of this process are both given: on a shared machine
+    the wall rate depends on the other jobs."""
     groups = []
     with tempfile.TemporaryDirectory(prefix="maskscore-rate-") as workdir:
         ctx = Context(workdir=Path(workdir), seed=seed, config={"views": views, "resolution": resolution})
@@ -87,20 +89,24 @@ def candidates_per_second(root: Path, scorers: dict[str, str], views: int, resol
                 continue
             seen.add(row["key"])
             groups.append((reader.load_instance(root, row["key"]), reader.load_candidates(root, modality, row, ctx)))
-            if limit is not None and len(groups) >= limit:
+            if limit is not None and len(groups) >= limit + 1:
                 break
+        if len(groups) < 2:
+            raise click.UsageError(f"{root}: timing candidates per second needs at least 2 instances (one warms up)")
         rates = {}
         for name, weights in scorers.items():
             scorer_ctx = Context(workdir=Path(workdir), seed=seed, config={**ctx.config, "weights": weights})
             plugins.call("score", name, scorer=name, instance=groups[0][0], candidates=groups[0][1], ctx=scorer_ctx)
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             count = 0
-            for instance, candidates in groups:
+            for instance, candidates in groups[1:]:
                 plugins.call("score", name, scorer=name, instance=instance, candidates=candidates, ctx=scorer_ctx)
                 count += len(candidates)
-            elapsed = time.perf_counter() - started
-            rates[name] = {"candidates": count, "seconds": elapsed, "per_second": count / elapsed}
-    return {"groups": len(groups), "views": views, "resolution": resolution, "cores": os.cpu_count(), "rates": rates}
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+            rates[name] = {"candidates": count, "seconds": elapsed, "per_second": count / elapsed,
+                           "cpu_seconds": cpu, "per_cpu_second": count / cpu if cpu > 0 else None}
+    return {"groups": len(groups) - 1, "views": views, "resolution": resolution, "cores": os.cpu_count(),
+            "load_average": os.getloadavg()[0], "rates": rates}
 
 
 def _build(split: str, out: Path, opts: dict, rows: int, editor: str = "frame-pair", bench_dir: Path | None = None):
@@ -212,7 +218,10 @@ def markdown(figures: dict, out: Path) -> str:
               f" (per dimension: " + ", ".join(f"{d} {_fmt(v)}" for d, v in agree["dimensions"].items()) + ").", "",
               f"Candidates per second, one run, {figures['throughput']['groups']} bench groups: reward-model"
               f" **{rate['reward-model']['per_second']:.0f}**, render-compare {rate['render-compare']['per_second']:.2f}"
-              f" ({rate['reward-model']['per_second'] / rate['render-compare']['per_second']:.0f}x).", ""]
+              f" ({rate['reward-model']['per_second'] / rate['render-compare']['per_second']:.0f}x) per wall second;"
+              f" per CPU second of this process {_fmt(rate['reward-model'].get('per_cpu_second'), 0)} and"
+              f" {_fmt(rate['render-compare'].get('per_cpu_second'), 2)}"
+              f" (load average {_fmt(figures['throughput'].get('load_average'), 1)} on {os.cpu_count()} cores).", ""]
     held = rl.get("heldout")
     lines += ["## Stage 4: Flow-GRPO, before/after on held-out instances", ""]
     if held:
@@ -244,14 +253,14 @@ def markdown(figures: dict, out: Path) -> str:
 @click.option("--editor-steps", type=options.STEPS, default=300, show_default=True,
               help="Stage 1 steps; a small editor leaves RL room (docs/loop.md).")
 @click.option("--width", type=int, default=512, show_default=True, help="Editor MLP width.")
-@click.option("--reward-rows", type=options.ROWS, default=180, show_default=True, help="reward-train rows (3 per instance).")
+@click.option("--reward-rows", type=options.ROWS, default=120, show_default=True, help="reward-train rows (3 per instance).")
 @click.option("--bench-rows", type=options.ROWS, default=90, show_default=True)
 @click.option("--native-rows", type=options.ROWS, default=30, show_default=True, help="Rows of the native editor's bench.")
-@click.option("--native-train-rows", type=click.IntRange(min=0), default=60, show_default=True,
+@click.option("--native-train-rows", type=click.IntRange(min=0), default=120, show_default=True,
               help="reward-train rows of the native editor's samples (training subjects), added to the reward model's data.")
 @click.option("--reward-steps", type=options.STEPS, default=600, show_default=True)
 @click.option("--rl-rows", type=options.ROWS, default=64, show_default=True, help="rl-train rows (prompts).")
-@click.option("--rl-steps", type=options.STEPS, default=40, show_default=True)
+@click.option("--rl-steps", type=options.STEPS, default=80, show_default=True)
 @click.option("--eval-instances", type=options.INSTANCES, default=24, show_default=True)
 @click.option("--rate-groups", type=options.INSTANCES, default=10, show_default=True, help="Bench groups timed for candidates/s.")
 @click.option("--views", type=options.VIEWS, default=4, show_default=True)

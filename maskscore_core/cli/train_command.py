@@ -101,7 +101,7 @@ def train_reward(data, out, seed, steps, save_every, lr, trainer, quiet):
 @_seed
 @_steps
 @click.option("--group", type=bounds.BATCH, default=None, help="Samples per prompt (default 12).")
-@click.option("--prompts", type=bounds.BATCH, default=None, help="Prompts per step (default 4).")
+@click.option("--prompts", type=bounds.BATCH, default=None, help="Prompts per step (default 6).")
 @click.option("--eval-instances", type=bounds.INSTANCES, default=None, help="Held-out instances scored before/after (default 24).")
 @click.option("--views", type=bounds.VIEWS, default=None, help="render-compare views of the before/after figures (default 4).")
 @click.option("--resolution", type=bounds.RESOLUTION, default=None, help="render-compare size of the before/after figures (default 64).")

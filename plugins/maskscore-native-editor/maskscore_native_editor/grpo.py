@@ -1,13 +1,15 @@
 """Stage 4: Flow-GRPO for the native editor (`maskscore train rl`).
 
 Per step: `prompts` edit instances of the rl-train dataset, `group` samples each by the SDE
-(`flow.sample`, eta 0.7, 20 steps), rewarded by a scorer (the reward model) on `overall`;
+(`flow.sample`, eta 0.7, `sample_steps` steps), rewarded by a scorer (the reward model) on `overall`;
 advantages normalised within each group, clipped to +-5; the policy loss is PPO's clipped ratio
 of each stochastic step's log-probability, plus beta times the KL to the reference policy (the
 starting checkpoint), which for two Gaussians of one variance is the squared distance of their
 means over twice the variance. Gradients are accumulated over the timesteps and applied once per
-step, as Flow-GRPO does. EditScore's settings are the defaults: 20 steps, 12 samples a prompt,
-eta 0.7, KL weight 0.04, clip range 2e-4 (EditScore uses 1e-4 to 5e-4).
+step, as Flow-GRPO does. EditScore's settings are the defaults (12 samples a prompt, eta 0.7,
+KL weight 0.04, clip range 2e-4; EditScore uses 1e-4 to 5e-4) but for the trajectories: training
+samples take 10 steps while the editor samples with 20, Flow-GRPO's "denoising reduction" (it
+trains on 10 and samples with 40): half the cost a step, so twice the steps fit in the loop's time.
 
 trl's GRPOTrainer drives language models only (it needs a tokenizer and `.config`), so the loss
 is written here on torch. Held-out figures: `heldout.before_after`, with render-compare.
@@ -33,8 +35,8 @@ from . import data, editor, flow, heldout
 from .model import load, save
 
 DEFAULTS = {
-    "seed": 0, "steps": 40, "group": 12, "prompts": 6, "sample_steps": 20, "eta": 0.7, "kl": 0.04, "clip": 2e-4,
-    "adv_clip": 5.0, "lr": 3e-4, "save_every": 10, "eval_instances": 24, "eval_samples": 4, "views": 4, "resolution": 64,
+    "seed": 0, "steps": 80, "group": 12, "prompts": 6, "sample_steps": 10, "eta": 0.7, "kl": 0.04, "clip": 2e-4,
+    "adv_clip": 5.0, "lr": 3e-4, "save_every": 20, "eval_instances": 24, "eval_samples": 4, "views": 4, "resolution": 64,
 }
 MODALITY = "pose"
 REPORT = "rl_report.json"

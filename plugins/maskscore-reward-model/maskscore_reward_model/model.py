@@ -26,6 +26,9 @@ class RewardNet(nn.Module):
         layers.append(nn.Linear(inputs, 3))
         self.net = nn.Sequential(*layers)
 
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(N, 3) instruction_following, consistency, overall in (0, 1)."""
         return torch.sigmoid(self.net(x))

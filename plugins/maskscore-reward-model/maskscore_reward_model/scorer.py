@@ -3,16 +3,24 @@
 The checkpoint is `ctx.config["weights"]` (`maskscore eval --weights DIR`, the reward server's
 --weights) unless that is "default", else MASKSCORE_REWARD_MODEL. Without one, or for a
 candidate it cannot read, it raises: never a made-up score.
+
+Why it is fast: the MLP runs in numpy from weights read once per checkpoint (torch's per-call
+overhead and thread-pool switching cost more than the arithmetic at a few candidates), and an
+instance's references (frame A and the asked edit, encoded by the pose plugin, the costly part)
+are kept per instance content, so the groups an RL step or a reward server scores for one
+prompt, and the three rows of one instance, encode them once.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
+import hashlib
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from maskscore_core.plugin.records import CandidateScore
 
@@ -20,6 +28,7 @@ from . import features
 from .model import load
 
 ENV = "MASKSCORE_REWARD_MODEL"
+REFERENCES_KEPT = 4096
 
 
 class RewardModelError(ValueError):
@@ -35,26 +44,76 @@ def checkpoint_dir(ctx) -> Path:
     return Path(weights)
 
 
+class NumpyNet:
+    """The checkpoint's MLP as numpy float32 layers: Linear, SiLU, ..., Linear, sigmoid."""
+
+    def __init__(self, model):
+        linears = [m for m in model.net if hasattr(m, "weight")]
+        self.layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in linears]
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):  # exp(-x) = inf for very negative x gives SiLU 0, as it should
+            for number, (weight, bias) in enumerate(self.layers):
+                x = x @ weight + bias
+                if number < len(self.layers) - 1:
+                    x = x / (1.0 + np.exp(-x))  # SiLU
+        return x
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """(N, 3) float64 scores; the sigmoid in float64 so near-1 consistencies stay ordered."""
+        with np.errstate(over="ignore"):
+            return 1.0 / (1.0 + np.exp(-self.logits(x).astype(np.float64)))
+
+
 @functools.lru_cache(maxsize=4)
-def _cached(path: str, stamp: float):
-    return load(Path(path))[0]
+def _cached(path: str, stamp: int) -> NumpyNet:
+    return NumpyNet(load(Path(path))[0])
 
 
-def model_at(directory: Path):
+def model_at(directory: Path) -> NumpyNet:
+    """The checkpoint's model, read again when its config.json changes."""
     config = Path(directory) / "config.json"
-    return _cached(str(Path(directory).resolve()), config.stat().st_mtime if config.exists() else 0.0)
-
-
-def predict(model, refs: features.References, poses: np.ndarray) -> np.ndarray:
-    """(N, 3) predictions for N poses of one instance, on one thread: a few small products,
-    which torch's thread pool only slows down (on two busy cores, by orders of magnitude)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
     try:
-        with torch.no_grad():
-            return model(torch.as_tensor(features.features(refs, poses))).double().numpy()
-    finally:
-        torch.set_num_threads(previous)
+        stamp = config.stat().st_mtime_ns
+    except OSError:
+        stamp = 0  # load() names what is missing
+    return _cached(str(directory), stamp)
+
+
+def predict(model: NumpyNet, refs: features.References, poses: np.ndarray) -> np.ndarray:
+    """(N, 3) predictions for N poses of one instance."""
+    return model(features.features(refs, poses))
+
+
+_references: collections.OrderedDict = collections.OrderedDict()
+_lock = threading.Lock()
+
+
+def instance_digest(instance) -> str:
+    """What the references depend on: the key, the instruction and both frames' states."""
+    instruction = instance.instruction
+    digest = hashlib.sha256("\0".join((instance.key, instruction.part, instruction.task_type, instruction.modality,
+                                        instruction.text)).encode())
+    for target in (instance.a, instance.b):
+        for state in target.states:
+            for array in (state.pose, state.translation, state.expression):
+                digest.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
+    return digest.hexdigest()
+
+
+def references(instance, ctx) -> features.References:
+    """`features.references` of the instance, kept for the last REFERENCES_KEPT instances."""
+    digest = instance_digest(instance)
+    with _lock:
+        if digest in _references:
+            _references.move_to_end(digest)
+            return _references[digest]
+    refs = features.references(instance, ctx)
+    with _lock:
+        _references[digest] = refs
+        while len(_references) > REFERENCES_KEPT:
+            _references.popitem(last=False)
+    return refs
 
 
 def score(instance, candidates, ctx) -> list[CandidateScore]:
@@ -65,5 +124,5 @@ def score(instance, candidates, ctx) -> list[CandidateScore]:
     if wrong:
         raise features.FeatureError(f"the reward model scores {features.MODALITY} candidates; got {', '.join(wrong)}")
     poses = np.stack([features.pose_of(c.asset.data, f"candidate {c.label!r}") for c in candidates])
-    values = predict(model, features.references(instance, ctx), poses)
+    values = predict(model, references(instance, ctx), poses)
     return [CandidateScore(float(v[0]), float(v[1]), float(v[2]), {}) for v in values]

@@ -4,6 +4,8 @@ Every instance of the dataset(s) gives its candidates' features (`features`, fro
 and the instance's frames) and their render-compare scores on the three dimensions. The loss is
 the squared error on the scores plus a pairwise logistic term on every candidate pair of one
 instance that render-compare orders (so the model learns the ranking, what the bench grades).
+The pairwise term compares the logits, not the scores: consistencies sit at 0.99 and above,
+where the sigmoid is flat, and a term on the scores has almost no gradient left there to order them.
 Full-batch Adam on one thread; resumable and deterministic by seed (`maskscore_core.checkpoints`).
 """
 
@@ -24,7 +26,7 @@ from maskscore_core.dataset import reader
 from . import features
 from .model import RewardNet, save
 
-DEFAULTS = {"seed": 0, "steps": 600, "width": 256, "depth": 2, "lr": 2e-3, "rank_weight": 1.0, "save_every": 200,
+DEFAULTS = {"seed": 0, "steps": 600, "width": 256, "depth": 2, "lr": 2e-3, "rank_weight": 1.0, "rank_scale": 3.0, "save_every": 200,
             "log_every": 20}
 
 
@@ -110,12 +112,12 @@ def _train(out: Path, opts: dict, data: dict, sources: list[str], progress: bool
     started = time.perf_counter()
     bar = tqdm(total=opts["steps"], initial=start, desc="train reward", unit="step", file=sys.stderr, disable=not progress)
     for step in range(start, opts["steps"]):
-        pred = model(x)
-        mse = ((pred - y) ** 2).mean()
+        logits = model.logits(x)
+        mse = ((torch.sigmoid(logits) - y) ** 2).mean()
         if len(pairs):
-            better = pred[pair_index[:, 0], pair_index[:, 2]]
-            worse = pred[pair_index[:, 1], pair_index[:, 2]]
-            rank = torch.nn.functional.softplus(-(better - worse) * 50.0).mean()
+            better = logits[pair_index[:, 0], pair_index[:, 2]]
+            worse = logits[pair_index[:, 1], pair_index[:, 2]]
+            rank = torch.nn.functional.softplus(-(better - worse) * opts["rank_scale"]).mean()
         else:
             rank = torch.zeros(())
         loss = mse + opts["rank_weight"] * rank
@@ -126,7 +128,7 @@ def _train(out: Path, opts: dict, data: dict, sources: list[str], progress: bool
         done = step + 1
         if done % opts["log_every"] == 0 or done == opts["steps"]:
             with torch.no_grad():
-                agreement = pair_agreement(model(x).numpy(), pairs)
+                agreement = pair_agreement(model.logits(x).numpy(), pairs)
             history.append({"step": done, "mse": float(mse.detach()), "rank_loss": float(rank.detach()),
                             "train_pair_agreement": agreement})
             bar.set_postfix(mse=f"{float(mse.detach()):.4f}", agree=f"{agreement:.3f}")

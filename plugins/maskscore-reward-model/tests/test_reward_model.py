@@ -38,3 +38,23 @@ def test_no_checkpoint_is_an_error(tmp_path, monkeypatch):
 
 def test_registers_scorer_and_trainer():
     assert "reward-model" in plugins.names("scorer") and "reward-model" in plugins.names("trainer")
+
+
+def test_numpy_forward_equals_the_torch_model():
+    """The scorer runs the checkpoint's MLP in numpy; it must give the torch model's scores."""
+    import torch
+
+    from maskscore_reward_model.model import RewardNet
+
+    torch.manual_seed(0)
+    model = RewardNet(width=32, depth=2).eval()
+    for layer in model.net:
+        if hasattr(layer, "weight"):
+            torch.nn.init.normal_(layer.weight, std=0.05)
+    x = np.random.default_rng(1).normal(size=(7, features.SIZE)).astype(np.float32)
+    with torch.no_grad():
+        expected = model(torch.as_tensor(x)).double().numpy()
+    got = scorer.NumpyNet(model)(x)
+    assert got.shape == (7, 3) and got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, atol=2e-6)
+    assert len(np.unique(got[:, 0])) == 7  # not a constant
