@@ -214,9 +214,9 @@ class SsimReference:
         self.data_range = data_range
         self._tb = tb
         n, h, w, c = tb.shape
-        pb = _padded_planes(tb, (0, h), (0, w))
+        self._pb = _padded_planes(tb, (0, h), (0, w))  # boxes are sliced from it
         with torch.no_grad():
-            self._mu_b, self._bb = _blur_valid(torch.cat([pb, pb * pb])).split(n * c)
+            self._mu_b, self._bb = _blur_valid(torch.cat([self._pb, self._pb * self._pb])).split(n * c)
 
     def map(self, candidate) -> torch.Tensor:
         """Per-pixel SSIM (N, H, W) of `candidate` against the reference."""
@@ -231,16 +231,18 @@ class SsimReference:
         # (`_ssim_from_moments`), so only each view's box around differing pixels, grown by the
         # window's reach, is filtered: for a local edit, a small part of the picture.
         differ = (ta != self._tb).any(dim=-1)
+        padded = None
         for view in range(n):
             box = _content_box(differ[view])
             if box is None:
                 continue
             r0, r1, c0, c1 = box
-            one = slice(view, view + 1)
-            pa, pb = _padded_planes(ta[one], (r0, r1), (c0, c1)), _padded_planes(self._tb[one], (r0, r1), (c0, c1))
+            if padded is None:  # the whole image padded once; a box's planes are a slice of it
+                padded = _padded_planes(ta, (0, h), (0, w))
+            planes = slice(view * c, (view + 1) * c)
+            pa, pb = (x[planes, r0 : r1 + SSIM_WINDOW - 1, c0 : c1 + SSIM_WINDOW - 1] for x in (padded, self._pb))
             with torch.no_grad():
                 mu_a, aa, ab = (_blur_valid(x) for x in (pa, pa * pa, pa * pb))
-            planes = slice(view * c, (view + 1) * c)
             mu_b, bb = self._mu_b[planes, r0:r1, c0:c1], self._bb[planes, r0:r1, c0:c1]
             ssim = _ssim_from_moments(mu_a, mu_b, aa, bb, ab, self.data_range)
             out[view, r0:r1, c0:c1] = ssim.reshape(c, r1 - r0, c1 - c0).mean(dim=0).to(torch.float64)
@@ -276,8 +278,9 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
             raise ImageShapeError(f"SSIM candidate {tuple(ta.shape)} does not match the reference {reference.shape}")
         if mask.dtype != torch.bool or tuple(mask.shape) != tuple(ta.shape[:3]):
             raise ImageShapeError(f"SSIM region must be boolean of shape {tuple(ta.shape[:3])}, got {mask.dtype} {tuple(mask.shape)}")
-    n, _h, _w, c = ta.shape
+    n, h, w, c = ta.shape
     out: list[list[torch.Tensor]] = [[] for _ in references]
+    padded = _padded_planes(ta, (0, h), (0, w))  # the whole image padded once; boxes are slices of it
     for view in range(n):
         boxes = [_box(mask[view]) for mask in masks]
         found = [box for box in boxes if box is not None]
@@ -287,8 +290,8 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
             continue
         r0, r1 = min(b[0] for b in found), max(b[1] for b in found)
         c0, c1 = min(b[2] for b in found), max(b[3] for b in found)
-        pa = _padded_planes(ta[view : view + 1], (r0, r1), (c0, c1))
         planes = slice(view * c, (view + 1) * c)
+        pa = padded[planes, r0 : r1 + SSIM_WINDOW - 1, c0 : c1 + SSIM_WINDOW - 1]
         with torch.no_grad():
             mu_a, aa = _blur_valid(torch.cat([pa, pa * pa])).split(c)
             for k, (reference, box) in enumerate(zip(references, boxes)):
@@ -296,7 +299,7 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
                     out[k].append(torch.zeros(0, dtype=torch.float64))
                     continue
                 b0, b1, d0, d1 = box
-                pb = _padded_planes(reference._tb[view : view + 1], (b0, b1), (d0, d1))
+                pb = reference._pb[planes, b0 : b1 + SSIM_WINDOW - 1, d0 : d1 + SSIM_WINDOW - 1]
                 inner = (slice(None), slice(b0 - r0, b1 - r0), slice(d0 - c0, d1 - c0))
                 halo = (slice(None), slice(b0 - r0, b1 - r0 + SSIM_WINDOW - 1), slice(d0 - c0, d1 - c0 + SSIM_WINDOW - 1))
                 ab = _blur_valid(pa[halo] * pb)

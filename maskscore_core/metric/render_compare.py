@@ -237,6 +237,7 @@ class PreparedReference:
     b_as_is: Decoded | None = None  # frame B as given, when `b` is B moved onto A's head
     ssim_a: object | None = None  # image_metrics.SsimReference of A's normals, filtered once per row
     ssim_b: object | None = None  # and of B's
+    ssim_b: object | None = None  # and of B's
     b_change: dict = attrs.field(factory=dict)  # frame B against A per pixel: "depth", "normal", "ssim", "lpips"
     references: dict = attrs.field(factory=dict)  # d(A, B) inside, per distance
     halfway: dict = attrs.field(factory=dict)  # d(halfway mesh, B) inside, per distance
@@ -340,6 +341,7 @@ class RenderCompare:
                 b = attrs.evolve(b, head_motion=head_motion.motion_size(frame, vertices_b, aligned))
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
             ssim_b = pool.submit(SsimReference, b.normals)
+            ssim_b = pool.submit(SsimReference, b.normals)
             # The halfway mesh calibrates instruction_following (module docstring).
             if halfway is None or halfway.vertices is None:
                 halfway, middle_vertices = Decoded(), 0.5 * (vertices_a + aligned)
@@ -420,6 +422,7 @@ class RenderCompare:
             features = {i: future.result() for i, future in pending.items()}
             distances = [future.result() for future in pictures]
             inside = self.lpips.pull(prepared.inside, prepared.lpips_b) if rendered else None
+            inside = self.lpips.pull(prepared.inside, prepared.lpips_b) if rendered else None
 
             def lpips_of(i: int) -> tuple[float, float]:
                 outside = distances[i][1]
@@ -457,8 +460,8 @@ class RenderCompare:
         if cand.render is None:  # depth maps cannot be aligned: compare with B as it is (same exponent)
             depth_b, references["depth_l1"] = self._b_as_is(prepared)
             halfway["depth_l1"] *= references["depth_l1"] / max(prepared.references["depth_l1"], FLOOR * SCALES["depth_l1"])
-        follow["depth_l1"] = _masked_mean(_capped(np.abs(cand.depth - depth_b)), inside)
-        rest["depth_l1"] = _beyond(_capped(np.abs(cand.depth - a.depth)), change["depth"], outside)
+        follow["depth_l1"] = _masked_mean(_capped(np.abs(cand.depth[inside] - depth_b[inside])), None)
+        rest["depth_l1"] = _beyond(_capped(np.abs(cand.depth[outside] - a.depth[outside])), change["depth"][outside])
         if cand.normals is not None:  # per pixel on the region's pixels only: the same numbers, less work
             follow["normal_l1"] = _masked_mean(_normal_l1(cand.normals[inside], b.normals[inside]), None)
             rest["normal_l1"] = _beyond(_normal_l1(cand.normals[outside], a.normals[outside]), change["normal"][outside])
