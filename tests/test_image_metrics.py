@@ -231,6 +231,7 @@ def test_ssim_reference_equals_ssim_map_exactly():
     reference = im.SsimReference(ref)
     for c in (cand, moved, ref, np.zeros_like(ref), local):
         assert torch.equal(reference.map(c), im.ssim_map(c, ref))
+        assert torch.equal(reference.map(im.SsimReference(c)), im.ssim_map(c, ref))  # its moments reused
     with pytest.raises(im.ImageShapeError, match="does not match"):
         reference.map(np.zeros((1, 48, 48, 3)))
 

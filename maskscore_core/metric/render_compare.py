@@ -238,6 +238,7 @@ class PreparedReference:
     ssim_a: object | None = None  # image_metrics.SsimReference of A's normals, filtered once per row
     ssim_b: object | None = None  # and of B's
     ssim_b: object | None = None  # and of B's
+    ssim_b: object | None = None  # and of B's
     b_change: dict = attrs.field(factory=dict)  # frame B against A per pixel: "depth", "normal", "ssim", "lpips"
     references: dict = attrs.field(factory=dict)  # d(A, B) inside, per distance
     halfway: dict = attrs.field(factory=dict)  # d(halfway mesh, B) inside, per distance
@@ -342,6 +343,7 @@ class RenderCompare:
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
             ssim_b = pool.submit(SsimReference, b.normals)
             ssim_b = pool.submit(SsimReference, b.normals)
+            ssim_b = pool.submit(SsimReference, b.normals)
             # The halfway mesh calibrates instruction_following (module docstring).
             if halfway is None or halfway.vertices is None:
                 halfway, middle_vertices = Decoded(), 0.5 * (vertices_a + aligned)
@@ -364,7 +366,7 @@ class RenderCompare:
             change = {
                 "depth": np.maximum(*(_capped(np.abs(side.depth - a.depth)) for side in (b, middle))),
                 "normal": np.maximum(*(_normal_l1(side.normals, a.normals) for side in (b, middle))),
-                "ssim": np.maximum(*(_dissimilarity(ssim_a.map(side.normals)) for side in (b, middle))),
+                "ssim": np.maximum(*(_dissimilarity(ssim_a.map(side)) for side in (ssim_b, middle.normals))),
                 "lpips": _layer_maximum(*(self.lpips.layer_maps(features, lpips_a) for features in (lpips_b, lpips_middle))),
             }
             inside_lpips = self.lpips.pull(inside, lpips_b)
@@ -421,6 +423,7 @@ class RenderCompare:
             rendered = [i for i, s in enumerate(sides) if s.normals is not None]
             features = {i: future.result() for i, future in pending.items()}
             distances = [future.result() for future in pictures]
+            inside = self.lpips.pull(prepared.inside, prepared.lpips_b) if rendered else None
             inside = self.lpips.pull(prepared.inside, prepared.lpips_b) if rendered else None
             inside = self.lpips.pull(prepared.inside, prepared.lpips_b) if rendered else None
 
