@@ -74,10 +74,33 @@ def decode_candidate(asset: Asset, instance: EditInstance, ctx) -> Decoded:
     return plugins.call("decode_to_mesh", inner.modality, asset=inner, instance=instance, ctx=ctx)
 
 
+# Input paths that carry only what is said (`pairs` module docstring).
+SPOKEN_PATHS: tuple[str, ...] = ("speech", "text")
+
+
 def decode_reference(instance: EditInstance, which: str, ctx) -> Decoded:
-    """Frame A or B through the input path of the instance's pair."""
+    """Frame A or B through the input path of the instance's pair.
+
+    A spoken input (speech, text) gives the frame's mouth as its clip moves it (the clip's face
+    activations, on frame A's body, `spoken_reference`), not the speech or text plugin's own
+    reference (the frame's words spoken and decoded): a multimodal row edits one frame, and its
+    frames A and B are often two instants of one clip saying the same words, which would decode
+    alike and leave nothing to calibrate on (instruction_following 0 for every rung)."""
     pair = choose_pair(instance, ctx)
+    if pair.input in SPOKEN_PATHS:
+        return spoken_reference(instance, which, ctx)
     return plugins.call("decode_reference", pair.input, modality=pair.input, instance=instance, which=which, ctx=ctx)
+
+
+def spoken_reference(instance: EditInstance, which: str, ctx) -> Decoded:
+    """The frame's mouth and jaw actions (what speech moves) driving frame A's body, decoded as
+    the speech and text paths decode face activations (`spoken_mesh.decode_activations`)."""
+    import numpy as np
+
+    from maskscore_core.speech.spoken_mesh import decode_activations, sampled_frame_count
+
+    target = instance.frame(which)
+    return decode_activations(instance, np.stack([state.expression for state in target.states]), sampled_frame_count(ctx))
 
 
 def write_folder(value: CrossModal, folder: Path, ctx) -> Path:
