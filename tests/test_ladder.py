@@ -306,3 +306,15 @@ def test_pose_makes_no_wrong_subject_rung():
     rungs = ladder.build_ladder(_instance("mouth", A, B, modality="pose", task="pose_change"))
     assert [r.rung for r in rungs] == [1, 2, 3, 4]
     assert rungs[3].state.expression.tolist() != A.expression.tolist() or rungs[3].state.pose.tolist() != A.pose.tolist()
+
+
+def test_wrong_part_pool_is_what_rung_four_draws_from():
+    """The parts rung 4 may edit depend on the part and the modality only: the face shares an
+    action with every other part a clip edits, so its only wrong part is the neck (why the
+    multimodal modality uses no depth output for the face); speech edits nothing but the mouth."""
+    assert ladder.wrong_part_pool("face", "video") == ["neck"]
+    assert ladder.wrong_part_pool("mouth", "speech") == []
+    pool = ladder.wrong_part_pool("mouth", "mesh")
+    assert "neck" not in pool and "face" not in pool and pool
+    for a, b in ((A, B), _only("mouth")):
+        assert ladder.wrong_part("mouth", "mesh", a, b)[0] in pool
