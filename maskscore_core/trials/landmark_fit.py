@@ -603,6 +603,9 @@ class FitConfig:
     with the head), instead of three free rotations that face landmarks cannot tell apart.
     phenotype_prior: with `fit_phenotype`, an L2 pull towards the given phenotype (with the
     linear face the phenotype moves the face to first order about the given one).
+    symmetry_prior: an L2 pull of each fitted ...Left action towards its ...Right twin: a face
+    moves both sides alike unless the landmarks say otherwise, and without it a detector's
+    one-sided error read as one-sided actions (a head pitch as mouthLowerDownLeft alone).
     """
 
     bones: tuple[str, ...] = ("Head",)
@@ -619,6 +622,7 @@ class FitConfig:
     use_response: bool = True
     chain_shares: tuple[float, ...] | None = None
     phenotype_prior: float = 0.0
+    symmetry_prior: float = 0.0
 
 
 # Facial actions a face-landmark detector can see: mouth, jaw opening, lids, brows. The others
@@ -646,7 +650,8 @@ class FitResult:
 
 # The fit of detected pixels (mediapipe-478 anchors): the visible actions only, with an L1 pull
 # that keeps antagonists from cancelling (values chosen on benchmarks/bench_landmark_fit.py).
-PIXEL_FIT = FitConfig(actions=PIXEL_ACTIONS, action_sparsity=3e-4, adam_steps=40, lbfgs_steps=100, linear=True)
+PIXEL_FIT = FitConfig(actions=PIXEL_ACTIONS, action_sparsity=3e-4, adam_steps=40, lbfgs_steps=100, linear=True,
+                      symmetry_prior=1e-2)  # fmt: skip
 # With the camera known (frames a renderer drew), where the head sits tells the neck's bend too:
 # one turn of the head is fitted and shared out over the neck's two bones and the head. The
 # phenotype is fitted too, held near the subject's by a prior: a picture of someone else must not
@@ -854,8 +859,16 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
         prior = prior + config.rotation_prior * rotations.pow(2).sum()
         if config.fit_phenotype and config.phenotype_prior > 0:
             prior = prior + config.phenotype_prior * phenotype_offset(raw_pheno).pow(2).sum()
+        if twins:
+            prior = prior + config.symmetry_prior * (fitted[twins[0]] - fitted[twins[1]]).pow(2).sum()
         return residual + prior
 
+    # Left/right twins among the fitted actions (positions in `active`), for the symmetry prior;
+    # not mouthLeft/mouthRight, jawLeft/jawRight (opposite movements) nor gaze (eyes look one way).
+    names = [body.action_names[a] for a in active]
+    pairs = [(i, names.index(n[:-4] + "Right")) for i, n in enumerate(names) if n.endswith("Left")
+             and n[:-4] + "Right" in names and n[:-4] not in ("mouth", "jaw") and not n.startswith("eyeLook")]  # fmt: skip
+    twins = (torch.tensor([i for i, _ in pairs]), torch.tensor([j for _, j in pairs])) if pairs and config.symmetry_prior > 0 else None
     camera_params = [] if config.fix_camera else [cam_delta]
     # Stage 1: rigid (head rotation + camera), stage 2: everything with Adam, stage 3: L-BFGS.
     rigid = torch.optim.Adam([rotations, *camera_params], lr=config.adam_lr)

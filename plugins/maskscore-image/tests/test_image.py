@@ -23,7 +23,7 @@ def _instance():
 
 
 class TestImageContract(ModalityContract):
-    """The ladder on two built-in instances, through rendered pictures (256 px)."""
+    """The ladder on two built-in instances, through rendered pictures (448 px)."""
 
     modality = MODALITY
     distribution = "maskscore-image"

@@ -2,9 +2,9 @@
 
 On disk a clip is a folder: one RGB PNG per frame (a Mitsuba render of that frame's mesh, what a
 viewer sees, shaded with the frame's look when it has one: skin, light, backdrop), `frames.json` (the per-frame `BodyState`s, the frame rate, the transcript) and
-`audio.wav` (the aligned audio: the transcript spoken in the subject's voice). Decoding PNG
-pixels back to a mesh would need an image fitter, which MaskScore does not have; `frames.json`
-is what decodes. The PNGs are there for people and for image-based reward models.
+`audio.wav` (the aligned audio: the transcript spoken in the subject's voice). `frames.json` is
+what decodes; the PNGs are there for people and for image-based reward models. Clips given as
+pixels (an editor's frames) are read back through the face-landmark detector (`pixels.py`).
 """
 
 from __future__ import annotations
