@@ -275,3 +275,14 @@ def test_lpips_pulled_mask_gives_the_same_mean_exactly(lpips_model):
         lpips_model.masked_layer_mean({}, lpips_model.pull(mask[:1], lpips_model.features(torch.zeros(1, 3, 64, 64))), fa)
     with pytest.raises(im.EmptyMaskError):
         lpips_model.pull(np.zeros((2, 64, 64), dtype=bool), fb)
+
+
+def test_padded_planes_of_the_whole_image_equal_the_reflected_indices():
+    """The whole-image padding (slices copied and flipped) is scipy's "reflect", as a box's."""
+    rng = np.random.default_rng(5)
+    for shape in ((2, 7, 9, 3), (1, 5, 5, 1), (3, 16, 12, 3)):
+        t = torch.as_tensor(rng.normal(size=shape))
+        n, h, w, c = shape
+        rows, cols = im._symmetric_indices(h, 5, 0, h), im._symmetric_indices(w, 5, 0, w)
+        expected = t[:, rows][:, :, cols].permute(0, 3, 1, 2).reshape(n * c, h + 10, w + 10).to(torch.float32)
+        assert torch.equal(im._padded_planes(t, (0, h), (0, w)), expected)
