@@ -143,6 +143,7 @@ def test_reward_model_references_follow_the_instance(loop, tmp_path):
     instance = reader.load_instance(out / "bench", row["key"])
     kept = scorer.references(instance, ctx)
     assert scorer.references(instance, ctx) is kept
+    assert scorer.references(instance, Context(workdir=tmp_path)) is not kept  # kept per run, not per process
     fresh = features.references(instance, ctx)
     assert np.array_equal(kept.a, fresh.a) and np.array_equal(kept.b, fresh.b)
     other_b = attrs.evolve(instance.b, states=(attrs.evolve(instance.b.state, pose=instance.b.state.pose + 0.1),))

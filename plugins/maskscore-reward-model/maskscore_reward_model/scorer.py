@@ -7,8 +7,8 @@ candidate it cannot read, it raises: never a made-up score.
 Why it is fast: the MLP runs in numpy from weights read once per checkpoint (torch's per-call
 overhead and thread-pool switching cost more than the arithmetic at a few candidates), and an
 instance's references (frame A and the asked edit, encoded by the pose plugin, the costly part)
-are kept per instance content, so the groups an RL step or a reward server scores for one
-prompt, and the three rows of one instance, encode them once.
+are kept per instance content for the run (`ctx.shared`), so the groups an RL run or a reward
+server scores for one prompt, and the three rows of one instance, encode them once.
 """
 
 from __future__ import annotations
@@ -85,8 +85,26 @@ def predict(model: NumpyNet, refs: features.References, poses: np.ndarray) -> np
     return model(features.features(refs, poses))
 
 
-_references: collections.OrderedDict = collections.OrderedDict()
-_lock = threading.Lock()
+class KeptReferences:
+    """The last REFERENCES_KEPT instances' references, by content; one per run (`ctx.shared`)."""
+
+    def __init__(self):
+        self.kept: collections.OrderedDict = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, instance, ctx) -> features.References:
+        digest = instance_digest(instance)
+        with self.lock:
+            if digest in self.kept:
+                self.kept.move_to_end(digest)
+                return self.kept[digest]
+        refs = features.references(instance, ctx)
+        with self.lock:
+            self.kept[digest] = refs
+            while len(self.kept) > REFERENCES_KEPT:
+                self.kept.popitem(last=False)
+        return refs
+
 
 
 def instance_digest(instance) -> str:
@@ -102,18 +120,11 @@ def instance_digest(instance) -> str:
 
 
 def references(instance, ctx) -> features.References:
-    """`features.references` of the instance, kept for the last REFERENCES_KEPT instances."""
-    digest = instance_digest(instance)
-    with _lock:
-        if digest in _references:
-            _references.move_to_end(digest)
-            return _references[digest]
-    refs = features.references(instance, ctx)
-    with _lock:
-        _references[digest] = refs
-        while len(_references) > REFERENCES_KEPT:
-            _references.popitem(last=False)
-    return refs
+    """`features.references` of the instance, kept by the run's context (a context without
+    shared objects encodes every time)."""
+    if not hasattr(ctx, "shared"):
+        return features.references(instance, ctx)
+    return ctx.shared("reward-model/references", KeptReferences).get(instance, ctx)
 
 
 def score(instance, candidates, ctx) -> list[CandidateScore]:
