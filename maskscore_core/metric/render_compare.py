@@ -237,8 +237,6 @@ class PreparedReference:
     b_as_is: Decoded | None = None  # frame B as given, when `b` is B moved onto A's head
     ssim_a: object | None = None  # image_metrics.SsimReference of A's normals, filtered once per row
     ssim_b: object | None = None  # and of B's
-    ssim_b: object | None = None  # and of B's
-    ssim_b: object | None = None  # and of B's
     b_change: dict = attrs.field(factory=dict)  # frame B against A per pixel: "depth", "normal", "ssim", "lpips"
     references: dict = attrs.field(factory=dict)  # d(A, B) inside, per distance
     halfway: dict = attrs.field(factory=dict)  # d(halfway mesh, B) inside, per distance
@@ -342,8 +340,6 @@ class RenderCompare:
                 b = attrs.evolve(b, head_motion=head_motion.motion_size(frame, vertices_b, aligned))
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
             ssim_b = pool.submit(SsimReference, b.normals)
-            ssim_b = pool.submit(SsimReference, b.normals)
-            ssim_b = pool.submit(SsimReference, b.normals)
             # The halfway mesh calibrates instruction_following (module docstring).
             if halfway is None or halfway.vertices is None:
                 halfway, middle_vertices = Decoded(), 0.5 * (vertices_a + aligned)
@@ -388,6 +384,7 @@ class RenderCompare:
             framing=framing, vertices_a=vertices_a, head_frame=frame, b_as_is=None if aligned is vertices_b else ref_b,
             ssim_a=ssim_a, ssim_b=ssim_b, b_change=change, references=references, halfway=halfway_distances,
         )  # fmt: skip
+        prepared.lazy["inside_lpips"] = inside_lpips  # the part's mask at LPIPS's layer sizes, for every candidate
         _appearance_reference(prepared, middle)
         return prepared
 
@@ -423,9 +420,7 @@ class RenderCompare:
             rendered = [i for i, s in enumerate(sides) if s.normals is not None]
             features = {i: future.result() for i, future in pending.items()}
             distances = [future.result() for future in pictures]
-            inside = self.lpips.pull(prepared.inside, prepared.lpips_b) if rendered else None
-            inside = self.lpips.pull(prepared.inside, prepared.lpips_b) if rendered else None
-            inside = self.lpips.pull(prepared.inside, prepared.lpips_b) if rendered else None
+            inside = prepared.lazy.get("inside_lpips", prepared.inside)
 
             def lpips_of(i: int) -> tuple[float, float]:
                 outside = distances[i][1]
