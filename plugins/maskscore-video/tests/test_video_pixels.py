@@ -104,3 +104,31 @@ def test_bad_pixel_clips_are_refused_naming_file_and_frame(frames, ctx, tmp_path
     with pytest.raises(ValueError, match=r"frame_00001.png \(frame 1\): no face found"):
         plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=_instance(), ctx=ctx)
 
+
+def test_the_ladder_through_pixel_clips_is_recovered(tmp_path):
+    """A built-in edit (clips at 2 fps, 2 sampled frames, 4 views of 96 px): the frame-pair rungs
+    drawn as pixel clips of 448 px frames, written as PNG folders, read back and scored; the scorer reads
+    the references through pixels of the same size (`Modality.pixel_size`), and overall falls
+    strictly down the rungs. benchmarks/bench_landmark_fit.py --ladders runs more instances."""
+    import itertools
+
+    from maskscore_core.edits.instances import make_instances
+    from maskscore_core.plugin.context import Context
+    from maskscore_core.plugin.records import Asset, Candidate
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+
+    trials = generate_trials(AnnySourceConfig(seed=0, subjects=3, trials_per_subject=2, fps=2.0), tmp_path / "trials")
+    ctx = Context(workdir=tmp_path, seed=0, config={"views": 4, "resolution": 96, "video_frames": 2})
+    (instance,) = make_instances(trials, MODALITY, np.random.default_rng(0), 1)
+    rungs = plugins.call("edit", "frame-pair", editor="frame-pair", modality=MODALITY, instance=instance, ctx=ctx)
+    candidates = []
+    for rung in rungs:
+        clip = rung.asset.data
+        value = plugins.call("write_asset", asset=Asset(MODALITY, draw_clip(clip.states, clip.fps, SIZE, rung.label)),
+                             directory=tmp_path / "pixels", name=f"rung{rung.rung}", ctx=ctx)  # fmt: skip
+        candidates.append(Candidate(rung.label, _read(value, ctx.workdir, ctx), rung.rung))
+    assert all(isinstance(c.asset.data, PixelClip) for c in candidates)
+    scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
+    overall = [s.overall for s in scores]
+    assert all(a > b for a, b in itertools.pairwise(overall)), f"{instance.key} ({instance.instruction.part}): {overall}"
+    assert overall[0] > 0.9, overall  # rung 1's frames are frame B's: read back as B's references are
