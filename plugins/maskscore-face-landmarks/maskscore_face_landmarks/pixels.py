@@ -35,6 +35,12 @@ PIXEL_TARGET = (0.0, 0.575, 0.10)
 PIXEL_DISTANCE_M = 1.05
 
 
+# The parts a picture is read back for (plugins/maskscore-image/README.md, measured): the mouth, the
+# face's expression and the head's turn (neck). Not the irides (SOMA's eyes are sockets) nor the
+# eyebrows (a tint on bald skin: brows raised by 0.4-0.7 come back near 0).
+SEEN_PARTS = ("mouth", "face", "neck")
+
+
 class PixelFitError(ValueError):
     """A picture that gives no fit: no face, several faces, a face too small, unreadable."""
 

@@ -166,9 +166,13 @@ def draw_clip(states, fps: float, resolution: int, source: str) -> PixelClip:
 def decode_states(clip: PixelClip, instance):
     """The clip's frames as body states (module docstring); errors name the file and frame."""
     try:
-        from maskscore_face_landmarks.pixels import PixelFitError, decode_sequence
+        from maskscore_face_landmarks.pixels import SEEN_PARTS, PixelFitError, decode_sequence
     except ImportError:
         raise VideoError(f"{clip.source}: a pixel clip needs maskscore-face-landmarks (pip install maskscore-video[pixels])") from None
+    part = instance.instruction.part
+    if part not in SEEN_PARTS:  # its change would not be seen: every rung would read alike
+        raise VideoError(f"{clip.source}: a pixel clip is read through a face-landmark detector, which does not see"
+                         f" the {part}; parts it sees: {', '.join(SEEN_PARTS)}")  # fmt: skip
     try:
         return decode_sequence(clip.frames, instance.a.state, clip.names, _fitter())
     except PixelFitError as err:

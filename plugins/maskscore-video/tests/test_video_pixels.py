@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import numpy as np
 import pytest
 
@@ -103,6 +104,10 @@ def test_bad_pixel_clips_are_refused_naming_file_and_frame(frames, ctx, tmp_path
     asset = _read("faceless", tmp_path, ctx)
     with pytest.raises(ValueError, match=r"frame_00001.png \(frame 1\): no face found"):
         plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=_instance(), ctx=ctx)
+    instance = _instance()
+    brows = attrs.evolve(instance, instruction=attrs.evolve(instance.instruction, part="eyebrow"))
+    with pytest.raises(ValueError, match="faceless: a pixel clip is read through a face-landmark detector, which does not see the eyebrow"):
+        plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=brows, ctx=ctx)
 
 
 def test_the_ladder_through_pixel_clips_is_recovered(tmp_path):
