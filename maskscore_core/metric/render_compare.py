@@ -458,14 +458,21 @@ class RenderCompare:
         if cand.render is None:  # depth maps cannot be aligned: compare with B as it is (same exponent)
             depth_b, references["depth_l1"] = self._b_as_is(prepared)
             halfway["depth_l1"] *= references["depth_l1"] / max(prepared.references["depth_l1"], FLOOR * SCALES["depth_l1"])
-        follow["depth_l1"] = _masked_mean(_capped(np.abs(cand.depth[inside] - depth_b[inside])), None)
-        rest["depth_l1"] = _beyond(_capped(np.abs(cand.depth[outside] - a.depth[outside])), change["depth"][outside])
-        if cand.normals is not None:  # per pixel on the region's pixels only: the same numbers, less work
-            follow["normal_l1"] = _masked_mean(_normal_l1(cand.normals[inside], b.normals[inside]), None)
-            rest["normal_l1"] = _beyond(_normal_l1(cand.normals[outside], a.normals[outside]), change["normal"][outside])
+        # Per pixel on the regions' pixels only (the same numbers, less work), picked by index:
+        # np.take is ~10x faster than indexing with a boolean mask.
+        inside_at, outside_at = np.flatnonzero(inside), np.flatnonzero(outside)
+        follow["depth_l1"] = _masked_mean(_capped(np.abs(_pick(cand.depth, inside_at) - _pick(depth_b, inside_at))), None)
+        rest["depth_l1"] = _beyond(
+            _capped(np.abs(_pick(cand.depth, outside_at) - _pick(a.depth, outside_at))), _pick(change["depth"], outside_at)
+        )
+        if cand.normals is not None:
+            follow["normal_l1"] = _masked_mean(_normal_l1(_pick(cand.normals, inside_at), _pick(b.normals, inside_at)), None)
+            rest["normal_l1"] = _beyond(
+                _normal_l1(_pick(cand.normals, outside_at), _pick(a.normals, outside_at)), _pick(change["normal"], outside_at)
+            )
             to_a, to_b = region_ssim(cand.normals, [prepared.ssim_a, prepared.ssim_b], [outside, inside])
             follow["ssim"] = max(0.0, 1.0 - _ssim_mean_by_view(to_b))
-            rest["ssim"] = _beyond(_dissimilarity(torch.cat(to_a)), change["ssim"][outside])
+            rest["ssim"] = _beyond(_dissimilarity(torch.cat(to_a)), _pick(change["ssim"], outside_at))
         if cand.head_motion is not None:  # its head moved against the body, beyond frame B's
             rest["head_motion"] = max(0.0, cand.head_motion - (b.head_motion or 0.0))
         return {"instruction_following": follow, "consistency": rest}, outside, (references, halfway)
@@ -521,6 +528,13 @@ def _beyond(candidate: np.ndarray, allowed: np.ndarray, region: np.ndarray | Non
         candidate, allowed = candidate[region], allowed[region]
     excess = candidate.astype(np.float64) - allowed.astype(np.float64)
     return float(np.maximum(excess, 0.0).mean())
+
+
+def _pick(array: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The pixels `at` (flat indices into (N, H, W), as `np.flatnonzero(mask)` gives them) of an
+    (N, H, W) or (N, H, W, C) array: `array[mask]`, in the same order."""
+    array = np.asarray(array)
+    return np.take(array.reshape(-1, *array.shape[3:]), at, axis=0)
 
 
 def _normal_l1(first: np.ndarray, second: np.ndarray) -> np.ndarray:
