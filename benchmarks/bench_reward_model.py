@@ -7,8 +7,10 @@ Give it what `maskscore loop` (or the stage commands) made:
     .venv/bin/python benchmarks/bench_reward_model.py --work out/loop
     .venv/bin/python benchmarks/bench_reward_model.py --bench B --reward R --native-bench N
 
-Rates are measured after one warm-up group per scorer (checkpoint load, renderer compile), with
-the candidates already read from disk; both scorers score the same groups one after the other.
+Rates are measured after one warm-up group per scorer (checkpoint load, renderer compile) that is
+not timed, with the candidates already read from disk and a fresh context per scorer (nothing it
+kept from the accuracy runs); both scorers score the same groups one after the other. Wall and
+CPU rates are both printed: on a shared machine the wall rate depends on the other jobs.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def main(argv=None) -> int:
     rates = candidates_per_second(args.bench, {"reward-model": weights["reward-model"], "render-compare": "default"},
                                   settings["views"], settings["resolution"], args.seed, args.rate_groups)
     rates["ratio"] = rates["rates"]["reward-model"]["per_second"] / rates["rates"]["render-compare"]["per_second"]
+    rates["cpu_ratio"] = rates["rates"]["reward-model"]["per_cpu_second"] / rates["rates"]["render-compare"]["per_cpu_second"]
     figures["throughput"] = rates
     text = json.dumps(figures, indent=2, sort_keys=True)
     print(text)

@@ -25,7 +25,7 @@ import numpy as np
 from maskscore_core.plugin.records import CandidateScore
 
 from . import features
-from .model import load
+from .model import LOGIT_BOUND, load
 
 ENV = "MASKSCORE_REWARD_MODEL"
 REFERENCES_KEPT = 4096
@@ -45,7 +45,7 @@ def checkpoint_dir(ctx) -> Path:
 
 
 class NumpyNet:
-    """The checkpoint's MLP as numpy float32 layers: Linear, SiLU, ..., Linear, sigmoid."""
+    """The checkpoint's MLP as numpy float32 layers: Linear, SiLU, ..., Linear, bound, sigmoid."""
 
     def __init__(self, model):
         linears = [m for m in model.net if hasattr(m, "weight")]
@@ -57,7 +57,7 @@ class NumpyNet:
                 x = x @ weight + bias
                 if number < len(self.layers) - 1:
                     x = x / (1.0 + np.exp(-x))  # SiLU
-        return x
+        return LOGIT_BOUND * np.tanh(x / LOGIT_BOUND)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """(N, 3) float64 scores; the sigmoid in float64 so near-1 consistencies stay ordered."""

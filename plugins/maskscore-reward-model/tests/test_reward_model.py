@@ -58,3 +58,22 @@ def test_numpy_forward_equals_the_torch_model():
     assert got.shape == (7, 3) and got.dtype == np.float64
     np.testing.assert_allclose(got, expected, atol=2e-6)
     assert len(np.unique(got[:, 0])) == 7  # not a constant
+
+
+def test_scores_near_one_stay_ordered():
+    """Logits are bounded, so candidates the model orders never tie at exactly 1.0."""
+    import torch
+
+    from maskscore_reward_model.model import RewardNet
+
+    model = RewardNet(width=8, depth=1).eval()
+    with torch.no_grad():
+        model.net[0].weight.zero_(), model.net[0].bias.zero_()
+        model.net[0].weight[0, 0] = 1.0  # hidden unit 0 is SiLU(x[0])
+        model.net[-1].weight.zero_()
+        model.net[-1].weight[:, 0] = 1.0
+        model.net[-1].bias.fill_(60.0)  # far beyond where a float64 sigmoid reaches 1.0
+    x = np.zeros((2, features.SIZE), dtype=np.float32)
+    x[1, 0] = 5.0  # a larger first hidden unit: a larger logit
+    scores = scorer.NumpyNet(model)(x)
+    assert np.all(scores < 1.0) and np.all(scores[1] > scores[0])
