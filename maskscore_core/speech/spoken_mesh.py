@@ -105,9 +105,10 @@ def decode_activations(instance: EditInstance, activations: np.ndarray, count: i
     references alike reach the mesh.
 
     References use the same body as candidates (frame A's clip, resampled onto the timeline by
-    relative time as the ladder does) and differ only in where the activations come from (the
-    video: the truth), so render-and-compare sees the mouth and jaw, not the head motion that
-    differs between two clips. Everything lives on one timeline of absolute time from the start
+    relative time as the ladder does) and the same decoding (the speech and text plugins decode
+    frame A's and B's words as a candidate's; the multimodal plugin's spoken inputs take the
+    clip's own activations), so render-and-compare sees the mouth and jaw, not the head motion
+    that differs between two clips. Everything lives on one timeline of absolute time from the start
     (`timeline_length` frames), so a candidate that starts with frame B's words agrees with B for
     as long as it says them, whatever it says afterwards.
     """
