@@ -20,20 +20,16 @@ def _instance():
 
 class TestMeshContract(ModalityContract):
     modality = MODALITY
-    distribution = "maskscore-mesh"
     bad_files = (
         ("nope.glb", {}, "not found"),
         ("bad.glb", {"bad.glb": b"glTF not really"}, "cannot read .glb"),
     )
 
-    def unit_instance(self):
-        return _instance()
+    unit_instance = staticmethod(_instance)
 
     def check_rows(self, table, values, instance, ctx):
         import imageio.v3 as iio
 
-        assert table.column("input_mesh").to_pylist() == ["assets/input.glb"] * 3
-        assert table.column("output_meshes").to_pylist() == [["assets/rung1.glb"]] * 3
         assert iio.imread(ctx.workdir / table.column("conditioning_image")[0].as_py()).shape == (96, 96, 3)
 
 
