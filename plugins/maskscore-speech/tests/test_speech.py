@@ -27,7 +27,6 @@ class TestSpeechContract(SpokenModalityContract):
     without replacement, see trials.subjects), which the speaker matcher tells apart."""
 
     modality = MODALITY
-    distribution = "maskscore-speech"
     bad_files = (
         ("missing.wav", {}, "not found"),
         ("corrupt.wav", {"corrupt.wav": b"RIFF\x00\x00junk"}, "not a readable wav"),
@@ -35,13 +34,7 @@ class TestSpeechContract(SpokenModalityContract):
     ladder_instances = 3
     ladder_seed = 0
 
-    def unit_instance(self):
-        return _instance()
-
-    def check_rows(self, table, values, instance, ctx):
-        assert table.column("input_audio").to_pylist() == ["assets/input.wav"] * 3
-        assert table.column("output_audios").to_pylist() == [["assets/rung1.wav"]] * 3
-
+    unit_instance = staticmethod(_instance)
     def check_ladders(self, ladders):
         from maskscore_speech.speaker_body import speaker_body
 

@@ -1,10 +1,10 @@
-"""The TextEditReward row (docs/design.md's columns, in order; see schemas/TextEditReward.json).
+"""Transcripts as files and as table values (docs/design.md's TextEditReward columns).
 
 Transcripts are stored in the table itself (input_text, output_texts). `Text.write` also
 keeps each one as `<name>.txt` under the dataset's assets (so every modality's assets are files
-the dataset builder can check) and returns that path; the row reads the transcripts back from
-those files. The only file a row names is the conditioning image, an RGB render of frame A
-shared by every modality of the key.
+the dataset builder can check) and returns that path; the row (`Text.to_column`) reads the
+transcripts back from those files. The only file a row names is the conditioning image, an RGB
+render of frame A shared by every modality of the key.
 """
 
 from __future__ import annotations
@@ -12,13 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from maskscore_core.plugin.records import EditInstance
-from maskscore_core.dataset.reward_tables import conditioning_image, make_row, relative_to_root
-
 from .representation import TextError, check_text
 
 SUFFIX = ".txt"
-__all__ = ["SUFFIX", "relative_to_root", "text_row", "transcript_of", "write_transcript"]
+__all__ = ["SUFFIX", "transcript_of", "write_transcript"]
 
 
 def write_transcript(text: str, path: Path) -> Path:
@@ -37,11 +34,3 @@ def transcript_of(value, root, what: str) -> str:
         return check_text(path.read_text(encoding="utf-8").strip(), f"{what} ({path})")
     return check_text(value, what)
 
-
-def text_row(instance: EditInstance, input_value, candidate_values, scores, dimension, root, ctx) -> dict:
-    texts = [transcript_of(v, root, f"candidate transcript {i}") for i, v in enumerate(candidate_values)]
-    columns = {
-        "input_text": transcript_of(input_value, root, "input transcript"),
-        "conditioning_image": conditioning_image(instance, root, ctx),
-    }
-    return make_row("text", instance, columns, texts, scores, dimension)
