@@ -2,12 +2,11 @@
 a face-landmark detector and the landmark fit (see README.md). The Modality object and two
 hooks; the work lives in the modules."""
 
-from pathlib import Path
-
-from maskscore_core import Column, Modality, hookimpl
-from maskscore_core.plugin.records import Asset, PartMask
+from maskscore_core import Column, hookimpl
+from maskscore_core.body import parts
+from maskscore_core.plugin.modality_kit import FileModality, part_mask
+from maskscore_core.plugin.records import Asset
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
-from maskscore_core.dataset.reward_tables import conditioning_image, make_row, relative_to_root
 
 from . import representation
 from .decode import decode_frames
@@ -30,16 +29,8 @@ PART_LANDMARK_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 
-class Image(Modality):
+class Image(FileModality):
     """One picture of the face from the frontal camera, drawn with the frame's look."""
-
-    name = MODALITY
-    table = "ImageEditReward"
-    input_columns = (Column("input_image", "string", "path to frame A's picture (.png)"), CONDITIONING_IMAGE)
-    candidate_column = Column("output_images", "list<string>", "paths to candidate pictures (.png, .jpg)")
-    template = "edit the {part} in the picture to match frame B"
-    task_table = VISIBLE_PARTS
-    suffixes = representation.SUFFIXES
 
     def encode(self, target, ctx):
         from maskscore_face_landmarks.pixels import picture
@@ -60,16 +51,11 @@ class Image(Modality):
         """Every picture is read through the detector: its size."""
         return int(_pixels(asset).shape[0])
 
-    def write(self, asset, directory, name, ctx):
-        path = representation.write(_pixels(asset), Path(directory) / f"{name}.png")
-        return relative_to_root(path, ctx)
+    def write_file(self, asset, path, ctx):
+        return representation.write(_pixels(asset), path)  # .png, the first of SUFFIXES
 
-    def read(self, value, root, ctx):
-        return Asset(modality=MODALITY, data=representation.read(representation.resolve(value, root)), path=str(value))
-
-    def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
-        columns = {"input_image": str(input_value), "conditioning_image": conditioning_image(instance, root, ctx)}
-        return make_row(MODALITY, instance, columns, [str(v) for v in candidate_values], scores, dimension)
+    def read_file(self, path, ctx):
+        return representation.read(path)
 
 
 def _pixels(asset):
@@ -80,7 +66,13 @@ def _pixels(asset):
 
 @hookimpl
 def register_modalities(register):
-    register(Image())
+    register(Image(
+        name=MODALITY, table="ImageEditReward", suffixes=representation.SUFFIXES, error=ImageError,
+        input_columns=(Column("input_image", "string", "path to frame A's picture (.png)"), CONDITIONING_IMAGE),
+        candidate_column=Column("output_images", "list<string>", "paths to candidate pictures (.png, .jpg)"),
+        template="edit the {part} in the picture to match frame B", task_table=VISIBLE_PARTS,
+        options=representation.ImageOptions,
+    ))  # fmt: skip
 
 
 @hookimpl
@@ -91,7 +83,6 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core.body import parts
     from maskscore_face_landmarks.anchors import GROUPS
 
     parts.check_active(part)
@@ -101,7 +92,7 @@ def mask_part(modality, part, ctx):
             f" parts it sees: {', '.join(VISIBLE_PARTS)}"
         )
     landmarks = tuple(i for group in PART_LANDMARK_GROUPS[part] for i in GROUPS[group])
-    return PartMask(region=parts.region_vertex_ids(part), native={"landmarks": landmarks})
+    return part_mask(part, {"landmarks": landmarks})
 
 
 __all__ = ["Image", "ImageError", "decode_frames"]

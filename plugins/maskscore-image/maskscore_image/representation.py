@@ -2,7 +2,7 @@
 
 In memory an image asset holds an (H, W, 3) uint8 array; on disk it is a PNG (JPEG is read too).
 Built-in frames are drawn by the one camera of pictures (`maskscore_face_landmarks.pixels.pixel_view`,
-the same for every subject) with the frame's look, at `ctx.config["image_resolution"]` pixels
+the same for every subject) with the frame's look, at `ImageOptions.image_resolution` pixels
 (default 448: the face about 100 px wide; the detector needs at least 60 px, about 270 px of
 picture at this framing).
 """
@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import numpy as np
 
 from maskscore_core.dataset import reward_tables
+from maskscore_core.plugin.context import setting
 
 MODALITY = "image"
 SUFFIXES = (".png", ".jpg", ".jpeg")
@@ -24,8 +26,16 @@ class ImageError(ValueError):
     """An image file or array that cannot be used (missing, empty, unreadable, not RGB)."""
 
 
+@attrs.frozen
+class ImageOptions:
+    """The run config key the image modality reads (`ctx.config.options`): the picture's size."""
+
+    image_resolution: int = setting(DEFAULT_RESOLUTION, lambda v: isinstance(v, int) and v >= 16,
+                                    "a whole number of pixels of at least 16", int)  # fmt: skip
+
+
 def resolution(ctx) -> int:
-    return int((ctx.config if ctx is not None else {}).get("image_resolution", DEFAULT_RESOLUTION))
+    return (ctx.config.options(ImageOptions) if ctx is not None else ImageOptions()).image_resolution
 
 
 def as_rgb(image, what: str) -> np.ndarray:

@@ -26,7 +26,6 @@ class TestImageContract(ModalityContract):
     """The ladder on two built-in instances, through rendered pictures (448 px)."""
 
     modality = MODALITY
-    distribution = "maskscore-image"
     bad_files = (
         ("nope.png", {}, "does not exist"),
         ("empty.png", {"empty.png": b""}, "image file is empty"),
@@ -36,12 +35,7 @@ class TestImageContract(ModalityContract):
     ladder_instances = 2
     ladder_seed = 0
 
-    def unit_instance(self):
-        return _instance()
-
-    def check_rows(self, table, values, instance, ctx):
-        assert table.column("input_image").to_pylist() == ["assets/input.png"] * 3
-        assert table.column("output_images").to_pylist() == [["assets/rung1.png"]] * 3
+    unit_instance = staticmethod(_instance)
 
 
 def test_decode_recovers_the_jaw_from_pixels(ctx):
@@ -92,3 +86,20 @@ def test_parts_the_detector_cannot_see_are_not_offered(ctx):
     for part in ("ears", "back hair", "nose", "irides", "eyebrow"):
         with pytest.raises(PartError, match=f"does not see the {part}"):
             plugins.call("mask_part", MODALITY, modality=MODALITY, part=part, ctx=ctx)
+
+
+def test_references_are_read_at_each_candidates_size(ctx):
+    """Frame B's picture drawn at two sizes, scored in one call: the scorer groups the candidates
+    by size (`Modality.pixel_size`) and reads the references through pictures of that size, so
+    each reads back exactly as frame B's reference does (overall 1.0) and frame A's picture
+    scores as doing nothing (instruction_following 0)."""
+    from maskscore_core.plugin.records import Candidate
+    from maskscore_face_landmarks.pixels import picture
+
+    instance = _instance()
+    sizes = (448, 320)
+    candidates = [Candidate(f"B at {n} px", Asset(MODALITY, picture(instance.b.state, n)), 1) for n in sizes]
+    candidates.append(Candidate("A at 320 px", Asset(MODALITY, picture(instance.a.state, 320)), 5))
+    scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
+    assert [s.overall for s in scores[:2]] == [1.0, 1.0]
+    assert scores[2].instruction_following == 0.0 and scores[2].overall < 0.5
