@@ -6,8 +6,10 @@ from pathlib import Path
 
 from maskscore_core import Column, Modality, hookimpl
 
+from maskscore_core.body import parts
 from maskscore_core.edits import instances as edits
-from maskscore_core.plugin.records import Asset, PartMask
+from maskscore_core.plugin.modality_kit import part_mask
+from maskscore_core.plugin.records import Asset
 
 from .representation import (
     MODALITY,
@@ -21,24 +23,12 @@ from .representation import (
     resolve,
     write_folder,
 )
+from .pairs import MultimodalOptions
 from .table import multimodal_row
 
 
 class Multimodal(Modality):
     """One edit result realised in another modality than the input's (`pairs`)."""
-
-    name = MODALITY
-    table = "MultimodalEditReward"
-    input_columns = (
-        Column("input_modality", "string", "source modality name"),
-        Column("output_modality", "string", "target modality name"),
-        Column("input_data", "string", "path to input"),
-    )
-    candidate_column = Column("output_candidates", "list<string>", "paths to candidate outputs")
-    template = "match the {part} across modalities to frame B"
-    task_table = {part: "cross_modal_compose" for part in edits.MOTION_PARTS}
-    suffixes = ("/manifest.json",)  # a folder of the two paths' files
-    order = 7
 
     def encode(self, target, ctx):
         return Asset(modality=MODALITY, data=CrossModal(target=target))
@@ -60,7 +50,16 @@ class Multimodal(Modality):
 
 @hookimpl
 def register_modalities(register):
-    register(Multimodal())
+    register(Multimodal(
+        name=MODALITY, table="MultimodalEditReward", order=7, options=MultimodalOptions,
+        input_columns=(Column("input_modality", "string", "source modality name"),
+                       Column("output_modality", "string", "target modality name"),
+                       Column("input_data", "string", "path to input")),
+        candidate_column=Column("output_candidates", "list<string>", "paths to candidate outputs"),
+        template="match the {part} across modalities to frame B",
+        task_table={part: "cross_modal_compose" for part in edits.MOTION_PARTS},
+        suffixes=("/manifest.json",),  # a folder of the two paths' files
+    ))  # fmt: skip
 
 
 @hookimpl
@@ -71,7 +70,5 @@ def decode_to_mesh(asset, instance, ctx):
 @hookimpl
 def mask_part(modality, part, ctx):
     # Every path meets on the mesh, so the multimodal mask is the part's reference-mesh vertices.
-    from maskscore_core.body import parts
-
     parts.check_active(part)
-    return PartMask(region=parts.region_vertex_ids(part), native=parts.part_vertex_ids(part))
+    return part_mask(part)

@@ -47,6 +47,7 @@ import attrs
 from maskscore_core import vocab
 
 from maskscore_core.edits import instances as edits
+from maskscore_core.plugin.context import setting
 from maskscore_core.plugin.records import EditInstance
 
 # The design's derivation paths (docs/design.md) that have a decoder to the mesh. "image" is not among them: turning
@@ -129,8 +130,15 @@ def eligible_pairs(part: str) -> list[Pair]:
     return [Pair(i, o) for o in outputs for i in inputs if i != o]
 
 
+@attrs.frozen
+class MultimodalOptions:
+    """The run config key the multimodal modality reads (`ctx.config.options`): a pinned pair."""
+
+    multimodal_pair: str | None = setting(None, lambda v: v is None or isinstance(v, str), "a pair such as 'pose->video'")
+
+
 def choose_pair(instance: EditInstance, ctx) -> Pair:
-    pinned = ctx.config.get("multimodal_pair")
+    pinned = ctx.config.options(MultimodalOptions).multimodal_pair
     if pinned:
         return parse_pair(pinned)
     pairs = eligible_pairs(instance.instruction.part)

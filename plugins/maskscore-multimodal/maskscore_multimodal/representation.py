@@ -23,7 +23,7 @@ from maskscore_core.plugin import manager as plugins
 from maskscore_core.dataset import reward_tables
 from maskscore_core.dataset.asset_manifest import read_manifest
 from maskscore_core.dataset.reward_tables import relative_to_root  # noqa: F401 - the plugin writes table paths with it
-from maskscore_core.plugin.records import Asset, Decoded, EditInstance, Target, converter
+from maskscore_core.plugin.records import Asset, Decoded, EditInstance, Target, converter, structure_error
 
 from .pairs import PATHS, choose_pair
 
@@ -136,7 +136,7 @@ def read_folder(folder: Path, root, ctx) -> CrossModal:
         try:
             target = converter.structure(json.loads(target_path.read_text()), Target)
         except Exception as err:  # corrupt JSON, NaN arrays, wrong shapes: all name the file
-            raise MultimodalError(f"{target_path} is not a valid target: {_reason(err)}") from None
+            raise MultimodalError(f"{target_path} is not a valid target: {structure_error(err)}") from None
     realised = None
     if manifest.get("modality"):
         modality = manifest["modality"]
@@ -145,11 +145,6 @@ def read_folder(folder: Path, root, ctx) -> CrossModal:
         realised = plugins.call("read_asset", modality, modality=modality, value=manifest["value"], root=root, ctx=ctx)
     return CrossModal(target=target, realised=realised)
 
-
-def _reason(err: BaseException) -> str:
-    while isinstance(err, BaseExceptionGroup) and err.exceptions:
-        err = err.exceptions[0]
-    return f"{type(err).__name__}: {err}"
 
 
 def resolve(value, root) -> Path:

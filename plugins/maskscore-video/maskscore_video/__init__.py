@@ -1,12 +1,15 @@
 """MaskScore's video modality plugin: a clip of ANNY frames, decoded per frame and as a face
 activation sequence (see README.md). The Modality object and two hooks; the work lives in the modules."""
 
-from pathlib import Path
+import attrs
 
-from maskscore_core import Column, Modality, hookimpl
+from maskscore_core import Column, hookimpl
 
+from maskscore_core.body import parts
 from maskscore_core.edits import instances as edits
-from maskscore_core.plugin.records import Asset, Decoded, PartMask
+from maskscore_core.plugin.context import setting
+from maskscore_core.plugin.modality_kit import FileModality, part_mask
+from maskscore_core.plugin.records import Asset, Decoded
 
 from .representation import (
     DEFAULT_FRAME_RESOLUTION,
@@ -18,8 +21,6 @@ from .representation import (
     frame_vertices,
     part_activations,
     read_clip,
-    relative_to_root,
-    resolve,
     sample_indices,
     write_clip,
 )
@@ -27,6 +28,15 @@ from .pixels import PixelClip, decode_states, is_pixel_clip, read_pixel_clip
 from .table import video_row
 
 MODALITY = "video"
+
+
+@attrs.frozen
+class VideoOptions:
+    """The run config keys the video modality reads (`ctx.config.options`)."""
+
+    video_frames: int = setting(DEFAULT_SAMPLED_FRAMES, lambda v: isinstance(v, int) and v >= 1, "a whole number of at least 1", int)
+    frame_resolution: int = setting(DEFAULT_FRAME_RESOLUTION, lambda v: isinstance(v, int) and v >= 8,
+                                    "a whole number of pixels of at least 8", int)  # fmt: skip
 
 
 def _clip(asset) -> Clip:
@@ -38,8 +48,6 @@ def _clip(asset) -> Clip:
 def _pixel_states(clip: PixelClip, instance) -> Clip:
     """A pixel clip read back to body states (`pixels.decode_states`). Pixels are read for the
     face's geometry only: the decoded clip carries no look."""
-    import attrs
-
     states = [attrs.evolve(state, appearance=None) for state in decode_states(clip, instance)]
     return Clip(states=states, fps=clip.fps)
 
@@ -47,7 +55,7 @@ def _pixel_states(clip: PixelClip, instance) -> Clip:
 def decode_clip(clip: Clip, part: str, ctx) -> Decoded:
     """Per-frame meshes of a fixed number of sampled frames, the representative (middle) frame's
     mesh, the clip's activation sequence of the edited part's facial actions, and its look."""
-    picked = sample_indices(len(clip.states), int(ctx.config.get("video_frames", DEFAULT_SAMPLED_FRAMES)))
+    picked = sample_indices(len(clip.states), ctx.config.options(VideoOptions).video_frames)
     middle = len(clip.states) // 2
     vertices = frame_vertices([clip.states[i] for i in [*picked, middle]])
     return Decoded(
@@ -56,22 +64,8 @@ def decode_clip(clip: Clip, part: str, ctx) -> Decoded:
     )  # fmt: skip
 
 
-class Video(Modality):
+class Video(FileModality):
     """A clip of body states, written as PNG frames shaded with their look, with its audio."""
-
-    name = MODALITY
-    table = "VideoEditReward"
-    input_columns = (
-        Column("input_video", "string", "path to input frame sequence"),
-        Column("aligned_audio", "string", "path to aligned audio (.wav)"),
-    )
-    candidate_column = Column("output_videos", "list<string>", "paths to candidate frame sequences")
-    template = "transition the {part} from frame A to frame B"
-    # The motion parts, with the appearance task types on them: each frame carries its look.
-    task_table = edits.with_appearance({part: "temporal_edit" for part in edits.MOTION_PARTS})
-    sequence = True
-    suffixes = ("/frames.json",)  # a clip folder
-    order = 4
 
     def encode(self, target, ctx):
         return Asset(modality=MODALITY, data=clip_from_target(target))
@@ -93,20 +87,17 @@ class Video(Modality):
         """Pixel clips are read through the detector: their frame size; body-state clips: None."""
         return int(asset.data.frames[0].shape[0]) if isinstance(asset.data, PixelClip) else None
 
-    def write(self, asset, directory, name, ctx):
-        folder = Path(directory) / name
+    def write_file(self, asset, folder, ctx):
         if isinstance(asset.data, PixelClip):  # an editor's frames: PNGs and their frame rate
             from .pixels import write_png_folder
 
             write_png_folder(asset.data, folder)
-            return relative_to_root(folder, ctx)
-        write_clip(_clip(asset), folder, int(ctx.config.get("frame_resolution", DEFAULT_FRAME_RESOLUTION)))
-        return relative_to_root(folder, ctx)
+        else:
+            write_clip(_clip(asset), folder, ctx.config.options(VideoOptions).frame_resolution)
+        return folder
 
-    def read(self, value, root, ctx):
-        path = resolve(value, root)
-        data = read_pixel_clip(path) if is_pixel_clip(path) else read_clip(path)
-        return Asset(modality=MODALITY, data=data, path=str(value))
+    def read_file(self, path, ctx):
+        return read_pixel_clip(path) if is_pixel_clip(path) else read_clip(path)
 
     def row(self, instance, input_value, candidate_values, scores, dimension, root, ctx):
         return video_row(instance, input_value, candidate_values, scores, dimension, root)
@@ -114,7 +105,16 @@ class Video(Modality):
 
 @hookimpl
 def register_modalities(register):
-    register(Video())
+    register(Video(
+        name=MODALITY, table="VideoEditReward", order=4, sequence=True, error=VideoError, options=VideoOptions,
+        input_columns=(Column("input_video", "string", "path to input frame sequence"),
+                       Column("aligned_audio", "string", "path to aligned audio (.wav)")),
+        candidate_column=Column("output_videos", "list<string>", "paths to candidate frame sequences"),
+        template="transition the {part} from frame A to frame B",
+        # The motion parts, with the appearance task types on them: each frame carries its look.
+        task_table=edits.with_appearance({part: "temporal_edit" for part in edits.MOTION_PARTS}),
+        suffixes=("/frames.json",),  # a clip folder
+    ))  # fmt: skip
 
 
 @hookimpl
@@ -126,8 +126,5 @@ def decode_to_mesh(asset, instance, ctx):
 
 @hookimpl
 def mask_part(modality, part, ctx):
-    from maskscore_core.body import parts
-
     parts.check_active(part)
-    native = {"vertex_ids": parts.part_vertex_ids(part), "actions": tuple(parts.part_actions(part))}
-    return PartMask(region=parts.region_vertex_ids(part), native=native)
+    return part_mask(part, {"vertex_ids": parts.part_vertex_ids(part), "actions": tuple(parts.part_actions(part))})

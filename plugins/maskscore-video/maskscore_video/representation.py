@@ -19,7 +19,7 @@ import numpy as np
 from maskscore_core.dataset import reward_tables
 from maskscore_core.dataset.asset_manifest import read_manifest
 from maskscore_core.dataset.reward_tables import relative_to_root  # noqa: F401 - the plugin writes table paths with it
-from maskscore_core.plugin.records import BodyState, Target, converter
+from maskscore_core.plugin.records import BodyState, Target, converter, structure_error
 
 FORMAT = "maskscore-video/1"
 FRAMES_FILE = "frames.json"
@@ -173,7 +173,7 @@ def read_clip(folder: Path) -> Clip:
         try:
             states.append(converter.structure(frame, BodyState))
         except Exception as err:  # cattrs wraps the converter's ValueError in a group
-            raise VideoError(f"{manifest_path}: frame {i} is not a valid body state: {_reason(err)}") from None
+            raise VideoError(f"{manifest_path}: frame {i} is not a valid body state: {structure_error(err)}") from None
     return Clip(
         states=states,
         fps=manifest.get("fps"),
@@ -181,12 +181,6 @@ def read_clip(folder: Path) -> Clip:
         voice=str(manifest.get("voice", "en-us")),
     )
 
-
-def _reason(err: BaseException) -> str:
-    """The innermost message of a (possibly grouped) cattrs error."""
-    while isinstance(err, BaseExceptionGroup) and err.exceptions:
-        err = err.exceptions[0]
-    return f"{type(err).__name__}: {err}"
 
 
 def resolve(value, root) -> Path:
