@@ -41,6 +41,8 @@ class TestTextContract(SpokenModalityContract):
         instance, and nothing but the mouth changes."""
         for instance, _, scores in ladders:
             assert misordered_pairs(MODALITY, scores) == [], instance.key
+            # The exact edit decodes as frame B's reference does (`decode_reference`): it scores 1.
+            assert scores[0].instruction_following == 1.0, instance.key
             assert all(s.consistency > 0.95 for s in scores), instance.key  # text leaves the rest alone
 
 
