@@ -256,7 +256,7 @@ def markdown(figures: dict, out: Path) -> str:
 @click.option("--reward-rows", type=options.ROWS, default=120, show_default=True, help="reward-train rows (3 per instance).")
 @click.option("--bench-rows", type=options.ROWS, default=90, show_default=True)
 @click.option("--native-rows", type=options.ROWS, default=60, show_default=True, help="Rows of the native editor's bench.")
-@click.option("--native-train-rows", type=click.IntRange(min=0), default=120, show_default=True,
+@click.option("--native-train-rows", type=click.IntRange(min=0), default=240, show_default=True,
               help="reward-train rows of the native editor's samples (training subjects), added to the reward model's data.")
 @click.option("--reward-steps", type=options.STEPS, default=600, show_default=True)
 @click.option("--rl-rows", type=options.ROWS, default=64, show_default=True, help="rl-train rows (prompts).")
