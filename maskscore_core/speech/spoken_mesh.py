@@ -16,6 +16,7 @@ import functools
 import attrs
 import numpy as np
 
+from maskscore_core.plugin.context import setting
 from maskscore_core.plugin.records import Decoded, EditInstance
 
 
@@ -38,9 +39,22 @@ def spoken_only(activations: np.ndarray) -> np.ndarray:
 DEFAULT_SAMPLED_FRAMES = 12
 
 
+@attrs.frozen
+class SpokenOptions:
+    """The run config key the spoken modalities read (`ctx.config.options`)."""
+
+    # How many frames render-and-compare samples from a clip.
+    speech_frames: int = setting(DEFAULT_SAMPLED_FRAMES, lambda v: isinstance(v, int) and v >= 1, "a whole number of at least 1", int)
+
+
+# What every modality that carries only what is said declares (speech, text): audio or words move
+# only the mouth, an edit pairs two clips whose words differ, and the setting above.
+SPOKEN = {"task_table": {"mouth": "speech_edit"}, "sequence": True, "pairs_by": "words", "options": SpokenOptions}
+
+
 def sampled_frame_count(ctx) -> int:
-    """How many frames render-and-compare samples from a clip (`ctx.config["speech_frames"]`)."""
-    return int(ctx.config.get("speech_frames", DEFAULT_SAMPLED_FRAMES)) if ctx is not None else DEFAULT_SAMPLED_FRAMES
+    """How many frames render-and-compare samples from a clip (`SpokenOptions.speech_frames`)."""
+    return ctx.config.options(SpokenOptions).speech_frames if ctx is not None else DEFAULT_SAMPLED_FRAMES
 
 
 def spoken_part_actions(part: str, modality: str) -> tuple[str, ...]:

@@ -5,7 +5,7 @@ from maskscore_core import Column, hookimpl
 from maskscore_core.plugin.modality_kit import FileModality, part_mask
 from maskscore_core.plugin.records import Asset
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
-from maskscore_core.speech.spoken_mesh import sampled_frame_count
+from maskscore_core.speech.spoken_mesh import SPOKEN, sampled_frame_count
 
 from .representation import (
     LADDER_LEVELS,
@@ -50,9 +50,7 @@ def register_modalities(register):
         name=MODALITY, table="SpeechEditReward", order=5, suffixes=(SUFFIX,), error=SpeechAssetError,
         input_columns=(Column("input_audio", "string", "path to frame A's audio (.wav)"), CONDITIONING_IMAGE),
         candidate_column=Column("output_audios", "list<string>", "paths to candidate audio (.wav)"),
-        template="resynthesize the {part} to say {phrase}",
-        task_table={"mouth": "speech_edit"},  # audio moves only the mouth
-        ladder_levels=LADDER_LEVELS, sequence=True, pairs_by="words",
+        template="resynthesize the {part} to say {phrase}", ladder_levels=LADDER_LEVELS, **SPOKEN,
     ))  # fmt: skip
 
 

@@ -5,7 +5,7 @@ from maskscore_core import Column, hookimpl
 from maskscore_core.plugin.modality_kit import FileModality, part_mask
 from maskscore_core.plugin.records import Asset
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
-from maskscore_core.speech.spoken_mesh import sampled_frame_count
+from maskscore_core.speech.spoken_mesh import SPOKEN, sampled_frame_count
 
 from .representation import LADDER_LEVELS, MODALITY, TextError, check_text, decode_target, decode_text, part_actions
 from .table import SUFFIX, transcript_of, write_transcript
@@ -41,9 +41,7 @@ def register_modalities(register):
         name=MODALITY, table="TextEditReward", order=6, suffixes=(SUFFIX,), error=TextError,
         input_columns=(Column("input_text", "string", "frame A's transcript"), CONDITIONING_IMAGE),
         candidate_column=Column("output_texts", "list<string>", "candidate transcripts"),
-        template="change the command to {phrase}",
-        task_table={"mouth": "speech_edit"},  # words move only the mouth
-        ladder_levels=LADDER_LEVELS, sequence=True, pairs_by="words",
+        template="change the command to {phrase}", ladder_levels=LADDER_LEVELS, **SPOKEN,
     ))  # fmt: skip
 
 
