@@ -24,6 +24,8 @@ from maskscore_core.dataset.shard import make_context
 from maskscore_core.body.parts import pixel_mask
 from maskscore_core.metric.render import get_renderer
 from maskscore_core.metric.views import ViewConfig
+from maskscore_core.metric import foreign_mesh
+from maskscore_core.metric.render import BACKGROUND_RGB, LIGHT_DIRECTION
 
 MASK_TINT = np.array([255, 64, 64], dtype=np.float64)
 MASK_ALPHA = 0.45
@@ -57,9 +59,6 @@ def _mesh_tile(vertices: np.ndarray, part: str, resolution: int) -> np.ndarray:
 def _foreign_tile(decoded: Decoded, resolution: int) -> np.ndarray:
     """A mesh of its own topology (an image-to-3D model's output): its own triangles, shaded as
     `Renderer.render_rgb` shades, without a part tint (it has no part labels)."""
-    from maskscore_core.metric import foreign_mesh
-    from maskscore_core.metric.render import BACKGROUND_RGB, LIGHT_DIRECTION
-
     result = foreign_mesh.render(foreign_mesh.check(decoded.vertices, decoded.faces), _front_view(resolution))
     shade = 0.15 + 0.85 * np.clip(np.abs(result.normals[0] @ LIGHT_DIRECTION), 0.0, 1.0)
     rgb = np.where(result.coverage[0][..., None], shade[..., None] * SKIN_RGB, BACKGROUND_RGB)

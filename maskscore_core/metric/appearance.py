@@ -28,6 +28,7 @@ import numpy as np
 
 from maskscore_core import vocab
 from maskscore_core.plugin.records import Appearance, Light
+from maskscore_core.body import parts
 
 # Most specific first: a triangle takes the first part whose face mask holds it.
 PART_PRECEDENCE: tuple[str, ...] = (
@@ -107,7 +108,6 @@ def part_light(appearance: Appearance, part: str | None) -> Light:
 @functools.cache
 def face_regions() -> np.ndarray:
     """(F,) index into PART_PRECEDENCE of each reference-mesh triangle's part, -1 for none."""
-    from maskscore_core.body import parts
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     regions = np.full(len(get_reference_mesh().faces), -1, dtype=np.int64)
@@ -120,7 +120,6 @@ def face_regions() -> np.ndarray:
 @functools.cache
 def vertex_regions() -> np.ndarray:
     """(V,) index into PART_PRECEDENCE of each reference-mesh vertex's part, -1 for none."""
-    from maskscore_core.body import parts
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     regions = np.full(get_reference_mesh().vertex_count, -1, dtype=np.int64)

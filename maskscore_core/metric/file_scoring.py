@@ -19,11 +19,17 @@ mesh (depth maps) needs frames A and B as meshes: the part's pixels come from a 
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
+import numpy as np
+
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin.records import BodyState, Decoded, EditInstance, EditInstruction, Subject, Target
+from maskscore_core.builtins.render_compare_scorer import render_compare_of, score_decoded
+from maskscore_core.metric import foreign_mesh
+from maskscore_core.plugin.registration import tasks_of
 
 MESH_SUFFIXES = (".glb", ".ply", ".obj")
 NUMBER_SUFFIXES = (".npz", ".json")
@@ -47,10 +53,6 @@ def _holds_numbers(modality) -> bool:
 
 def _number_arrays(path: Path) -> dict:
     """The named arrays of an .npz file, or the object of a .json file ({} for a plain list)."""
-    import json
-
-    import numpy as np
-
     try:
         if path.suffix.lower() == ".npz":
             with np.load(path, allow_pickle=False) as data:
@@ -93,10 +95,6 @@ def modality_of(path: Path, preferred: str | None = None) -> str | None:
 def numbers_of(path: Path, modality: str) -> list[float]:
     """The table value an .npz/.json file of numbers holds for `modality`: its one array (or the
     one named after the modality), flattened."""
-    import json
-
-    import numpy as np
-
     arrays = _number_arrays(path)
     if modality in arrays:
         values = arrays[modality]
@@ -113,8 +111,6 @@ def numbers_of(path: Path, modality: str) -> list[float]:
 
 
 def _task_type(modality, part: str) -> str:
-    from maskscore_core.plugin.registration import tasks_of
-
     if part in modality.task_table:
         return tasks_of(modality.task_table[part])[0]
     return modality.task_types()[0]
@@ -157,7 +153,6 @@ def timeline_frames(asset) -> int:
 def _read(path: Path, modality: str | None, ctx):
     if modality is None:  # a mesh file: the reference topology, or any other (a model's output)
         from maskscore_core.body.reference_mesh import get_reference_mesh
-        from maskscore_core.metric import foreign_mesh
 
         mesh = foreign_mesh.read(path)  # checked: count and triangles by is_reference, extent, NaN
         if foreign_mesh.is_reference(mesh):
@@ -175,8 +170,6 @@ def score_files(frame_a, frame_b, part: str, candidates, ctx, modality: str | No
     `modality` is the candidates' modality (default: from their suffixes); frames A and B are
     read by it too, unless their suffix belongs to another modality (meshes as frames of depth
     candidates)."""
-    from maskscore_core.builtins.render_compare_scorer import render_compare_of, score_decoded
-
     candidates = [Path(p) for p in candidates]
     kinds = {modality_of(p, modality) for p in candidates}
     if len(kinds) != 1:

@@ -28,6 +28,9 @@ import attrs
 import numpy as np
 
 from maskscore_core.metric.views import Framing, ViewConfig
+from maskscore_core.body.meshio import MeshFileError, check_extent, check_topology
+from maskscore_core.metric import render as renderer
+from maskscore_core.metric.views import camera_poses
 
 FORMATS = (".glb", ".ply", ".obj")
 SCENES_KEPT = 4
@@ -71,8 +74,6 @@ def check(vertices, faces, what: str = "mesh") -> ForeignMesh:
     area = np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
     if not (area > 0).any():
         raise ForeignMeshError(f"{what}: all {len(f)} faces have zero area")
-    from maskscore_core.body.meshio import MeshFileError, check_extent
-
     try:
         check_extent(v, what)
     except MeshFileError as err:
@@ -83,7 +84,6 @@ def check(vertices, faces, what: str = "mesh") -> ForeignMesh:
 def is_reference(mesh: ForeignMesh) -> bool:
     """Whether the mesh is on the reference topology after all (then it is scored as one, with
     head alignment): the reference's or bare ANNY's vertex count and faces."""
-    from maskscore_core.body.meshio import MeshFileError, check_topology
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     reference = get_reference_mesh()
@@ -146,9 +146,6 @@ _scenes_lock = threading.Lock()
 
 def _scene(faces: np.ndarray, vertex_count: int, view_config: ViewConfig):
     """The Mitsuba scene of this topology on these views (built once, a few kept)."""
-    from maskscore_core.metric import render
-    from maskscore_core.metric.views import camera_poses
-
     key = (view_config, vertex_count, hashlib.sha256(np.ascontiguousarray(faces, dtype=np.int64).tobytes()).hexdigest())
     with _scenes_lock:
         scene = _scenes.get(key)
@@ -158,7 +155,7 @@ def _scene(faces: np.ndarray, vertex_count: int, view_config: ViewConfig):
     size = view_config.resolution
     # The renderer's own scene class: the same cameras, sampler, integrator and passes as the
     # reference mesh's, only with these triangles.
-    scene = render._Scene(faces, vertex_count, camera_poses(view_config), view_config, size, size)
+    scene = renderer._Scene(faces, vertex_count, camera_poses(view_config), view_config, size, size)
     with _scenes_lock:
         _scenes[key] = scene
         while len(_scenes) > SCENES_KEPT:

@@ -34,6 +34,8 @@ import attrs
 import numpy as np
 
 from maskscore_core.body.anny_model import HEAD_CHILD_BONES
+from maskscore_core.body import parts
+from maskscore_core.plugin.records import BodyState, FACIAL_ACTIONS
 
 # A vertex counts as carried by the head when its head skinning weight is at least this.
 CARRIED = 0.999
@@ -61,7 +63,6 @@ class _Model:
 
 @functools.cache
 def _model() -> _Model:
-    from maskscore_core.plugin.records import FACIAL_ACTIONS, BodyState
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     mesh = get_reference_mesh()
@@ -112,7 +113,6 @@ class HeadFrame:
 def head_frame(vertices_a: np.ndarray, part: str | None = None) -> HeadFrame:
     """Prepare frame A (its ANNY vertices first, accessory vertices after are ignored); the
     edited `part`'s own vertices are left out of the fit, since the edit may reshape them."""
-    from maskscore_core.body import parts
     from maskscore_core.body.reference_mesh import rigid_fit
 
     model = _model()

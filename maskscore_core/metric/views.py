@@ -21,6 +21,8 @@ import math
 import attrs
 import numpy as np
 
+from maskscore_core.plugin.records import BodyState
+
 # Named framings: what the cameras look at, and the default distance and field of view for it.
 TARGETS = ("head", "body")
 
@@ -149,7 +151,6 @@ def default_target_point(target: str) -> tuple[float, float, float]:
     (0, 0.62, 0.015) m. "body": the centre of the default mesh's bounding box.
     """
     from maskscore_core.body.anny_model import get_body_model
-    from maskscore_core.plugin.records import BodyState
 
     body = get_body_model()
     out = body.forward([BodyState()])
@@ -248,7 +249,6 @@ def _head_centre_and_size(anny_vertices: np.ndarray) -> tuple[np.ndarray, float]
 
 @functools.cache
 def _default_head() -> tuple[np.ndarray, float]:
-    from maskscore_core.plugin.records import BodyState
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     return _head_centre_and_size(get_reference_mesh().anny_posed([BodyState()])["vertices"][0])
@@ -266,7 +266,6 @@ def framing_of(vertices: np.ndarray) -> Framing:
 
 @functools.lru_cache(maxsize=256)
 def _subject_framing(phenotype: tuple[tuple[str, float], ...]) -> Framing:
-    from maskscore_core.plugin.records import BodyState
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     rest = get_reference_mesh().anny_posed([BodyState(phenotype=dict(phenotype))])["vertices"][0]

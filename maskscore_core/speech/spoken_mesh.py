@@ -18,6 +18,7 @@ import numpy as np
 
 from maskscore_core.plugin.context import setting
 from maskscore_core.plugin.records import Decoded, EditInstance
+from maskscore_core.body import parts
 
 
 @functools.cache
@@ -61,7 +62,6 @@ def spoken_part_actions(part: str, modality: str) -> tuple[str, ...]:
     """The mask of a part for a modality that moves the face by speaking (speech, text): the
     part's facial actions that speech moves (mouth and jaw). Parts speech cannot move (eyes,
     brows, hair, ...) raise PartError."""
-    from maskscore_core.body import parts
     from maskscore_core.body.anny_model import get_body_model
 
     parts.check_active(part)
