@@ -538,7 +538,7 @@ class Lpips:
 
         The spatial map is a sum over layers of bilinear upsamplings U_h L U_w^T of small maps L,
         so its sum over a mask m equals sum(L * (U_h^T m U_w)): the mask is pulled down to each
-        layer's size instead of every layer being pushed up to the image's (~10x cheaper).
+        layer's size instead of every layer being pushed up to the image's (much cheaper).
         `mask` is a boolean (B, H, W) mask or one already pulled (`pull`).
         """
         pulled = mask if isinstance(mask, PulledMask) else Lpips.pull(mask, features)

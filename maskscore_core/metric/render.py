@@ -180,7 +180,7 @@ def faces_in_view(vertices: np.ndarray, faces: np.ndarray, poses: list[CameraPos
 
     Why: the aov integrator casts only primary rays, so a triangle lying wholly outside one plane
     of a view's frustum (its sides, near or far clip) cannot be hit in that view. With the
-    default head framing ~60 % of ANNY's faces are out of every view, and Embree's BVH rebuild
+    default head framing most of ANNY's faces are out of every view, and Embree's BVH rebuild
     (the costliest step of swapping a mesh in) shrinks with them; the renders do not change.
     """
     half = np.tan(np.radians(fov_deg) / 2.0) * CULL_SLACK

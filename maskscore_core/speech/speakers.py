@@ -4,10 +4,9 @@ Audio says whose body speaks only through the voice. An edit knows its subjects 
 one being edited, and for the ladder another one); each is enrolled with the voiceprint of its
 own speech (`voiceprint.voiceprint`). A waveform *matches* an enrolled voice when its median F0
 is within F0_TOLERANCE_OCT and its mean cepstrum within CEPSTRUM_TOLERANCE of it: both
-tolerances sit just above the largest difference measured between two utterances of one voice
-(8 espeak-ng voices x 20 commands: 0.236 octave, 11.8). Over all 356 built-in commands a voice
-still fails to match itself in 0.4-2.8 % of sentence pairs, mostly pairs with a very short
-command ("cancel", "stop"); docs/speech.md has the figures per built-in voice.
+tolerances sit just above the largest difference measured between two utterances of one voice,
+and a voice still fails to match itself in a few sentence pairs, mostly pairs with a very short
+command ("cancel", "stop"); docs/speech.md has the figures, per built-in voice.
 
 `identify` then answers:
 - the presumed speaker (frame A's subject) when the voice matches theirs: an edit keeps its

@@ -24,12 +24,11 @@ comparison across paths would measure that loss instead of the edit.
 An output must also be one the metric can judge for the part (`scorable_output`): a neck edit
 turns the head, and render-and-compare measures consistency against frame A carried along to
 the candidate's head (`render_compare.NO_ALIGN_PARTS`), which needs the candidate's vertices. A
-depth map has none, so the turn the edit asks for counted against it (measured: rung 1's
-consistency 0.37, rung 4 above rungs 1-3 on overall); depth is no output for the neck. Nor for
+depth map has none, so the turn the edit asks for counted against it (rung 1's consistency fell,
+rung 4 rose above rungs 1-3 on overall: README.md); depth is no output for the neck. Nor for
 the face: every other part shares an action with it, so its ladder's wrong part (rung 4) is the
 neck's turn, which a depth map cannot be aligned for either, so the turned head counted against
-rung 4 on both dimensions and it fell below another subject's face (overall 0.226 against 0.282
-on keypoints->depth and video->depth, seed 0).
+rung 4 on both dimensions and it fell below another subject's face (README.md).
 
 Pairs per part: mouth 12 (inputs depth, keypoints, speech, text, video; outputs depth,
 keypoints, video), face 4 (outputs keypoints, video), eyebrow 6, irides 1 (pose->video), neck 6 (inputs depth, keypoints,

@@ -136,7 +136,7 @@ def decode_target(instance: EditInstance, which: str, frames: int = DEFAULT_SAMP
 
     The reference is what the ideal audio drives, not the clip's video-derived activations: those
     also carry what no audio moves (a smile, a sneer) and the clip's own alignment of 22 kHz audio,
-    so frame B's exact words in frame A's voice scored 0.82-0.84 against them (issue 12)."""
+    so frame B's exact words in frame A's voice scored well below 1 against them (issue 12)."""
     target = instance.frame(which)
     waveform = synthesize(target)
     return decode_activations(instance, audio_activations(waveform, waveform.transcript, instance.a.fps), frames)
