@@ -8,12 +8,15 @@ as the reward). docs/loop.md describes the whole loop.
 from maskscore_core import hookimpl
 from maskscore_core.plugin.registration import Editor, Trainer
 
+from .options import NativeEditorOptions
+
 EDITOR = "native-flow"
 
 
 @hookimpl
 def register_editors(register):
-    register(Editor(EDITOR, "masked rectified-flow denoiser over SOMA pose, facial actions and phenotype"))
+    register(Editor(EDITOR, "masked rectified-flow denoiser over SOMA pose, facial actions and phenotype",
+                    options=NativeEditorOptions))
 
 
 @hookimpl

@@ -19,9 +19,11 @@ import numpy as np
 import torch
 
 from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.context import RunConfig
 from maskscore_core.plugin.records import Candidate, Target
 
 from . import flow, params
+from .options import NativeEditorOptions
 from .model import load
 
 ENV_CHECKPOINT = "MASKSCORE_NATIVE_EDITOR"
@@ -35,8 +37,8 @@ class EditorConfigError(ValueError):
 
 
 def _setting(ctx, key: str, env: str, default):
-    config = getattr(ctx, "config", None) or {}
-    value = config.get(key, os.environ.get(env, default))
+    given = getattr(RunConfig.of(getattr(ctx, "config", None)).options(NativeEditorOptions), key)
+    value = given if given is not None else os.environ.get(env, default)
     if value is None:
         raise EditorConfigError(f"native-flow needs a checkpoint: set {env}=DIR (from `maskscore train editor`)")
     return value
