@@ -161,29 +161,32 @@ class PixelFitter:
             raise PixelFitError(f"{where}: the face fit failed: {exc}") from None
 
 
-# Temporal smoothing of a decoded clip: a centred binomial filter over three frames on the fitted
-# facial actions and head rotation (the ends mirror their neighbour). The detector reads each
-# frame alone, so its 0.5-2 px jitter would otherwise show up as motion.
-SMOOTHING_KERNEL = (0.25, 0.5, 0.25)
+# Temporal smoothing of a decoded clip: the fitted facial actions and head rotation averaged over
+# the neighbouring frames with Gaussian weights of SMOOTHING_SIGMA_S seconds (the ends mirror their
+# neighbour). The detector reads each frame alone, so its 0.5-2 px jitter would otherwise show up as
+# motion. In seconds, not frames: at 25 fps the weights are about (1/4, 1/2, 1/4); at 5 fps the
+# neighbours are 0.2 s away, a mouth has moved on, and they weigh nothing.
+SMOOTHING_SIGMA_S = 0.04
 
 
-def smooth_states(states: list[BodyState]) -> list[BodyState]:
-    """`states` with SMOOTHING_KERNEL applied to expression and pose (clips of 3+ frames)."""
+def smooth_states(states: list[BodyState], fps: float) -> list[BodyState]:
+    """`states` with expression and pose smoothed in time (see SMOOTHING_SIGMA_S)."""
     if len(states) < 3:
         return list(states)
     expression = np.stack([s.expression for s in states])
     pose = np.stack([s.pose for s in states])
+    side = float(np.exp(-0.5 * (1.0 / (fps * SMOOTHING_SIGMA_S)) ** 2))
+    weights = np.array([side, 1.0, side]) / (1.0 + 2.0 * side)
     out = []
     for i, state in enumerate(states):
         before, after = (i - 1 if i > 0 else 1), (i + 1 if i + 1 < len(states) else len(states) - 2)
-        weights = SMOOTHING_KERNEL
         e = weights[0] * expression[before] + weights[1] * expression[i] + weights[2] * expression[after]
         p = weights[0] * pose[before] + weights[1] * pose[i] + weights[2] * pose[after]
         out.append(attrs.evolve(state, expression=np.clip(e, 0.0, 1.0), pose=p))
     return out
 
 
-def decode_sequence(frames, subject: BodyState, names, fitter: PixelFitter | None = None) -> list[BodyState]:
+def decode_sequence(frames, subject: BodyState, names, fps: float, fitter: PixelFitter | None = None) -> list[BodyState]:
     """Body states of a clip's frames: each frame detected and fitted (warm-started from the
     previous frame's fit), then smoothed in time (`smooth_states`). A frame without a usable face
     raises PixelFitError naming it."""
@@ -196,4 +199,4 @@ def decode_sequence(frames, subject: BodyState, names, fitter: PixelFitter | Non
         states.append(fit.state)
     if not states:
         raise PixelFitError("the clip has no frames")
-    return smooth_states(states)
+    return smooth_states(states, fps)

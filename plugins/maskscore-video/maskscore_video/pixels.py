@@ -4,8 +4,8 @@ rate), decoded frame by frame through the face-landmark detector and the landmar
 A body-state clip (a folder with `frames.json`) decodes exactly; a pixel clip is what a video
 editor outputs. Each frame is read by `maskscore_face_landmarks.pixels` (detected, fitted relative
 to a neutral picture of frame A's subject, warm-started from the previous frame), and the fitted
-facial actions and head rotation are smoothed in time by a centred (1/4, 1/2, 1/4) filter over
-three frames (`pixels.smooth_states`). The frames must come from the one camera of pictures
+facial actions and head rotation are smoothed in time with Gaussian weights of 40 ms
+(`pixels.smooth_states`). The frames must come from the one camera of pictures
 (`maskscore_face_landmarks.pixels.pixel_view`, the same for every subject: `draw_clip` draws body
 states with it) and show the face at least 60 px wide (frames of 270 px or more; 448 px puts it
 at about 100 px).
@@ -174,6 +174,6 @@ def decode_states(clip: PixelClip, instance):
         raise VideoError(f"{clip.source}: a pixel clip is read through a face-landmark detector, which does not see"
                          f" the {part}; parts it sees: {', '.join(SEEN_PARTS)}")  # fmt: skip
     try:
-        return decode_sequence(clip.frames, instance.a.state, clip.names, _fitter())
+        return decode_sequence(clip.frames, instance.a.state, clip.names, clip.fps, _fitter())
     except PixelFitError as err:
         raise VideoError(str(err)) from None
