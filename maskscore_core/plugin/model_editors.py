@@ -89,7 +89,7 @@ def seed(ctx, key: str, index: int) -> int:
 
 
 def record_path(ctx, key: str) -> Path:
-    root = ctx.config.get("dataset_root")
+    root = ctx.config.dataset_root
     return (Path(root) if root else Path(ctx.workdir)) / RECORDS / f"{key}.json"
 
 

@@ -4,6 +4,7 @@ hooks; the work lives in the modules."""
 
 from maskscore_core import Column, hookimpl
 from maskscore_core.body import parts
+from maskscore_core.plugin.context import CoreOptions
 from maskscore_core.plugin.modality_kit import FileModality, part_mask
 from maskscore_core.plugin.records import Asset
 from maskscore_core.plugin.registration import CONDITIONING_IMAGE
@@ -43,7 +44,7 @@ class Image(FileModality):
         at the candidates' size where the scorer gives it (`ctx.config["pixel_references"]`)."""
         from maskscore_face_landmarks.pixels import picture
 
-        size = (ctx.config.get("pixel_references") if ctx is not None else None) or representation.resolution(ctx)
+        size = (ctx.config.options(CoreOptions).pixel_references if ctx is not None else None) or representation.resolution(ctx)
         pixels = picture(instance.frame(which).state, int(size))
         return decode_frames([pixels], instance, ctx, [f"frame {which.upper()} of {instance.key}"])[0]
 

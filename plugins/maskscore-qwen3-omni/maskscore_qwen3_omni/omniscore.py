@@ -96,7 +96,7 @@ def content_of(asset, instance, ctx, which: str) -> list:
         from maskscore_core.metric.views import ViewConfig
 
         vertices = decoded.vertices if decoded.vertices is not None else decoded.frames[len(decoded.frames) // 2]
-        config = ViewConfig(count=int(ctx.config.get("views", 8)), resolution=int(ctx.config.get("resolution", 256)))
+        config = ViewConfig(count=ctx.config.views, resolution=ctx.config.resolution)
         if decoded.faces is not None:  # a mesh of its own topology (pixal3d): drawn with its own triangles
             from maskscore_core.metric import foreign_mesh
 
@@ -118,12 +118,12 @@ def passes(ctx) -> int:
 
 
 def score(instance, candidates, ctx) -> list[CandidateScore]:
-    weights = ctx.config.get("weights", "default")
+    weights = ctx.config.weights
     omni = model.load(ctx, model.weights_dir(None if weights == "default" else weights, SCORER))
     modality = instance.instruction.modality
     source = plugins.modality(modality).encode(instance.a, ctx)
     head = [("text", f"Instruction: {instance.instruction.text}"), *content_of(source, instance, ctx, "Source")]
-    temperature = float(ctx.config.get("temperature", 0.0))
+    temperature = float(ctx.config.temperature)
     scores, failures = [], []
     for candidate in candidates:
         prompt = [*head, *content_of(candidate.asset, instance, ctx, "Edited result"), ("text", ASK)]

@@ -7,7 +7,7 @@ from maskscore_core import Column, hookimpl
 
 from maskscore_core.body import parts
 from maskscore_core.edits import instances as edits
-from maskscore_core.plugin.context import setting
+from maskscore_core.plugin.context import CoreOptions, setting
 from maskscore_core.plugin.modality_kit import FileModality, part_mask
 from maskscore_core.plugin.records import Asset, Decoded
 
@@ -75,7 +75,7 @@ class Video(FileModality):
         (`ctx.config["pixel_references"]`: their frame size), drawn as a pixel clip of that size
         and read back through the detector and fit as they are."""
         clip = clip_from_target(instance.frame(which))
-        size = ctx.config.get("pixel_references") if ctx is not None else None
+        size = ctx.config.options(CoreOptions).pixel_references if ctx is not None else None
         if size:
             from .pixels import draw_clip
 
