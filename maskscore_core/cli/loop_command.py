@@ -260,7 +260,7 @@ def markdown(figures: dict, out: Path) -> str:
               help="reward-train rows of the native editor's samples (training subjects), added to the reward model's data.")
 @click.option("--reward-steps", type=options.STEPS, default=600, show_default=True)
 @click.option("--rl-rows", type=options.ROWS, default=64, show_default=True, help="rl-train rows (prompts).")
-@click.option("--rl-steps", type=options.STEPS, default=80, show_default=True)
+@click.option("--rl-steps", type=options.STEPS, default=160, show_default=True)
 @click.option("--eval-instances", type=options.INSTANCES, default=32, show_default=True)
 @click.option("--rate-groups", type=options.INSTANCES, default=10, show_default=True, help="Bench groups timed for candidates/s.")
 @click.option("--views", type=options.VIEWS, default=4, show_default=True)
