@@ -11,8 +11,8 @@
 4. build an rl-train set and fine-tune the editor by Flow-GRPO with the reward model as reward
    (trainer flow-grpo); before/after on held-out instances with render-compare.
 Everything goes under DIR (one directory per stage, each resumable) and DIR/report.md holds
-the figures with the training curves (PNG) beside it. Sizes are options; the defaults fit
-about 15 minutes on two cores (docs/loop.md).
+the figures with the training curves (PNG) beside it. Sizes are options; the defaults are
+chosen to fit the time budget docs/loop.md states, with the measured run beside it.
 """
 
 from __future__ import annotations
