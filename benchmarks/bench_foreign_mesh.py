@@ -17,7 +17,6 @@ import json
 import time
 
 import click
-import numpy as np
 
 DIMENSIONS = ("instruction_following", "consistency", "overall")
 LADDER = {
@@ -31,17 +30,10 @@ OTHER_SUBJECT = {"gender": 0.9, "weight": 0.8, "age": 0.3}
 
 def _mesh(actions=None, phenotype=None):
     from maskscore_core.body.reference_mesh import get_reference_mesh
-    from maskscore_core.plugin.records import BodyState, Decoded
+    from maskscore_core.edits.calibration import edited_state
+    from maskscore_core.plugin.records import Decoded
 
-    body = get_reference_mesh().body
-    expression, pose = np.zeros(52), np.zeros((78, 3))
-    for name, value in (actions or {}).items():
-        if name.startswith("bone:"):
-            _, bone, axis = name.split(":")
-            pose[body.bone_index(bone), int(axis)] = value
-        else:
-            expression[body.action_index(name)] = value
-    state = BodyState(expression=expression, pose=pose, phenotype=phenotype or {})
+    state = edited_state(actions or {}, phenotype=phenotype, lower_arms=False)
     return Decoded(vertices=get_reference_mesh().vertices([state])[0])
 
 

@@ -18,7 +18,7 @@ ROOT = Path(maskscore_core.__file__).parent
 HEAVY = frozenset({
     "torch", "torchvision", "mitsuba", "drjit", "anny", "warp", "trimesh", "lpips", "scipy", "PIL", "imageio",
     "imageio_ffmpeg", "pocketsphinx", "ray", "fastapi", "uvicorn", "safetensors", "matplotlib", "OpenEXR",
-    "soundfile", "transformers", "diffusers",
+    "soundfile", "transformers", "tokenizers", "diffusers",
 })  # fmt: skip
 # (module, imported module) -> why the import cannot stand at the module's top.
 LATE = {

@@ -5,12 +5,12 @@ save_pretrained and hands the plugin as a local directory (issue 15: b, 3, 4).""
 from __future__ import annotations
 
 import json
-import string
 
 import numpy as np
 import pytest
 
 from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin.testing import tiny_chat_tokenizer
 from maskscore_core.plugin.context import Context
 from maskscore_core.plugin.records import BodyState, Candidate, EditInstance, EditInstruction, Subject, Target
 
@@ -29,22 +29,11 @@ def save_tiny_qwen3_omni(path):
     """A ~0.2M-parameter Qwen3-Omni (thinker with MoE text model, vision and audio towers; no
     talker), a character-level tokenizer with Qwen's special tokens, and its processor."""
     import torch
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import (PreTrainedTokenizerFast, Qwen2VLImageProcessorPil, Qwen2VLVideoProcessor, Qwen3OmniMoeConfig,
+    from transformers import (Qwen2VLImageProcessorPil, Qwen2VLVideoProcessor, Qwen3OmniMoeConfig,
                               Qwen3OmniMoeForConditionalGeneration, Qwen3OmniMoeProcessor, WhisperFeatureExtractor)
 
-    vocab = {t: i for i, t in enumerate(SPECIAL)}
-    for c in string.printable:
-        if c not in "\r\x0b\x0c":
-            vocab.setdefault(c, len(vocab))
-    for word in ("system", "user", "assistant"):
-        vocab[word] = len(vocab)
-    words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    words.pre_tokenizer = pre_tokenizers.Split(Regex("system|user|assistant|."), behavior="isolated")
-    words.decoder = decoders.Fuse()
-    words.add_special_tokens(SPECIAL)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=words, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<unk>",
+    tokenizer, vocab = tiny_chat_tokenizer(
+        SPECIAL,
         extra_special_tokens={"image_token": "<|image_pad|>", "audio_token": "<|audio_pad|>", "video_token": "<|video_pad|>",
                               "vision_bos_token": "<|vision_start|>", "vision_eos_token": "<|vision_end|>",
                               "audio_bos_token": "<|audio_start|>", "audio_eos_token": "<|audio_end|>"},

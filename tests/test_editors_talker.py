@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import string
 import tempfile
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin.context import Context
-from maskscore_core.plugin.testing import face_state, unit_instance
+from maskscore_core.plugin.testing import face_state, tiny_chat_tokenizer, unit_instance
 
 pytestmark = pytest.mark.maskscore_plugins("maskscore-talker", "maskscore-speech")
 
@@ -34,20 +33,9 @@ def save_tiny_qwen2_5_omni(path: Path) -> dict:
     """A ~0.3M-parameter Qwen2.5-Omni with its talker and Token2Wav (DiT + BigVGAN at upstream's
     upsampling), a character-level tokenizer with Qwen's special tokens, and two random voices."""
     import torch
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration
+    from transformers import Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration
 
-    vocab = {t: i for i, t in enumerate(SPECIAL)}
-    for c in string.printable:
-        if c not in "\r\x0b\x0c":
-            vocab.setdefault(c, len(vocab))
-    for word in ("system", "user", "assistant"):
-        vocab[word] = len(vocab)
-    words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    words.pre_tokenizer = pre_tokenizers.Split(Regex("system|user|assistant|."), behavior="isolated")
-    words.decoder = decoders.Fuse()
-    words.add_special_tokens(SPECIAL)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<unk>")
+    tokenizer, vocab = tiny_chat_tokenizer(SPECIAL)
     ids = {t: vocab[t] for t in SPECIAL}
     tokens = dict(audio_token_index=ids["<|AUDIO|>"], image_token_index=ids["<|IMAGE|>"], video_token_index=ids["<|VIDEO|>"],
                   audio_start_token_id=ids["<|audio_bos|>"], audio_end_token_id=ids["<|audio_eos|>"])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from maskscore_core.body.parts import PartError
+from maskscore_core.edits.calibration import edited_state
 from maskscore_core.plugin.records import BodyState, Decoded
 from maskscore_core.body.reference_mesh import get_reference_mesh
 from maskscore_core.metric.render_compare import RenderCompare, RenderCompareError, distance_score
@@ -22,15 +23,7 @@ OTHER_SUBJECT = {"gender": 0.9, "weight": 0.8, "age": 0.3}
 
 def state(actions=None, phenotype=None) -> BodyState:
     """A body state from {facial action or "bone:<SOMA bone>:<axis 0-2>": value}."""
-    body = get_reference_mesh().body
-    expression, pose = np.zeros(52), np.zeros((78, 3))
-    for name, value in (actions or {}).items():
-        if name.startswith("bone:"):
-            _, bone, axis = name.split(":")
-            pose[body.bone_index(bone), int(axis)] = value
-        else:
-            expression[body.action_index(name)] = value
-    return BodyState(expression=expression, pose=pose, phenotype=phenotype or {})
+    return edited_state(actions or {}, phenotype=phenotype, lower_arms=False)
 
 
 def mesh(actions=None, phenotype=None) -> Decoded:

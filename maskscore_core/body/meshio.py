@@ -12,6 +12,7 @@ coordinates cannot be a body in metres, such as a mesh in centimetres or scaled 
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -28,11 +29,28 @@ class MeshFileError(ValueError):
     """A mesh file that is missing, empty, unreadable, or not on the reference topology."""
 
 
-def _format(path: Path) -> str:
+def mesh_format(path: Path, error: type[Exception] = MeshFileError) -> str:
+    """The file's suffix, if it is a mesh format MaskScore reads and writes; else `error`."""
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
-        raise MeshFileError(f"{path}: unsupported mesh format {suffix or '(none)'!r}; use one of {', '.join(FORMATS)}")
+        raise error(f"{path}: unsupported mesh format {suffix or '(none)'!r}; use one of {', '.join(FORMATS)}")
     return suffix
+
+
+def load_mesh_file(path: Path, error: type[Exception] = MeshFileError):
+    """What trimesh reads from a .glb, .ply or .obj file (a Trimesh or a Scene), unprocessed and
+    in stored order; `error` naming the file for a wrong format, a missing, empty or corrupt file."""
+    import trimesh
+
+    suffix = mesh_format(path, error)
+    if not path.is_file():
+        raise error(f"{path}: mesh file not found")
+    if path.stat().st_size == 0:
+        raise error(f"{path}: mesh file is empty")
+    try:
+        return trimesh.load(io.BytesIO(path.read_bytes()), file_type=suffix[1:], process=False, maintain_order=True)
+    except Exception as err:  # noqa: BLE001 - any parser failure is a corrupt file
+        raise error(f"{path}: cannot read {suffix} mesh ({type(err).__name__}: {err})") from None
 
 
 def write_mesh(path: str | Path, vertices: np.ndarray, faces: np.ndarray | None = None) -> Path:
@@ -42,7 +60,7 @@ def write_mesh(path: str | Path, vertices: np.ndarray, faces: np.ndarray | None 
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     path = Path(path)
-    suffix = _format(path)
+    suffix = mesh_format(path)
     reference = get_reference_mesh()
     vertices = reference.check(vertices, str(path))
     faces = reference.faces if faces is None else np.asarray(faces)
@@ -64,15 +82,7 @@ def read_vertices(path: str | Path) -> np.ndarray:
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     path = Path(path)
-    suffix = _format(path)
-    if not path.is_file():
-        raise MeshFileError(f"{path}: mesh file not found")
-    if path.stat().st_size == 0:
-        raise MeshFileError(f"{path}: mesh file is empty")
-    try:
-        loaded = trimesh.load(path, file_type=suffix[1:], process=False, maintain_order=True, force=None)
-    except Exception as err:  # noqa: BLE001 - any parser failure is a corrupt file
-        raise MeshFileError(f"{path}: cannot read {suffix} mesh ({type(err).__name__}: {err})") from err
+    loaded = load_mesh_file(path)
     if isinstance(loaded, trimesh.Scene):
         geometries = [g for g in loaded.geometry.values() if isinstance(g, trimesh.Trimesh)]
         if not geometries:

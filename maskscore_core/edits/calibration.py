@@ -28,12 +28,13 @@ PART_EDITS = {
 }
 
 
-def edited_state(edit: dict, f: float, phenotype: dict | None = None) -> BodyState:
+def edited_state(edit: dict, f: float = 1.0, phenotype: dict | None = None, lower_arms: bool = True) -> BodyState:
     """The body with `edit` made a fraction f of the way (f outside [0, 1] over- or undershoots),
-    arms lowered as the built-in source lowers them."""
+    arms lowered as the built-in source lowers them unless `lower_arms` is False (T-pose)."""
     body = get_reference_mesh().body
     expression, pose, scales = np.zeros(52), np.zeros((78, 3)), {}
-    pose[body.bone_index("LeftArm"), 2], pose[body.bone_index("RightArm"), 2] = -ARM_DROP_RAD, ARM_DROP_RAD
+    if lower_arms:
+        pose[body.bone_index("LeftArm"), 2], pose[body.bone_index("RightArm"), 2] = -ARM_DROP_RAD, ARM_DROP_RAD
     for name, value in edit.items():
         if name.startswith("bone:"):
             _, bone, axis = name.split(":")

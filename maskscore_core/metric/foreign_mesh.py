@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import io
 import threading
 from pathlib import Path
 
@@ -28,11 +27,11 @@ import attrs
 import numpy as np
 
 from maskscore_core.metric.views import Framing, ViewConfig
-from maskscore_core.body.meshio import MeshFileError, check_extent, check_topology
+from maskscore_core.body import meshio
+from maskscore_core.body.meshio import FORMATS, MeshFileError, check_extent, check_topology
 from maskscore_core.metric import render as renderer
 from maskscore_core.metric.views import camera_poses
 
-FORMATS = (".glb", ".ply", ".obj")
 SCENES_KEPT = 4
 
 
@@ -96,28 +95,13 @@ def is_reference(mesh: ForeignMesh) -> bool:
     return True
 
 
-def _format(path: Path) -> str:
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        raise ForeignMeshError(f"{path}: unsupported mesh format {suffix or '(none)'!r}; use one of {', '.join(FORMATS)}")
-    return suffix
-
-
 def read(path: str | Path) -> ForeignMesh:
     """A .glb, .ply or .obj of any topology, checked. Several meshes in one file (a glTF scene)
     are joined with their node transforms; vertices are kept as stored (no merging)."""
     import trimesh
 
     path = Path(path)
-    suffix = _format(path)
-    if not path.is_file():
-        raise ForeignMeshError(f"{path}: mesh file not found")
-    if path.stat().st_size == 0:
-        raise ForeignMeshError(f"{path}: mesh file is empty")
-    try:
-        loaded = trimesh.load(io.BytesIO(path.read_bytes()), file_type=suffix[1:], process=False, maintain_order=True)
-    except Exception as err:  # noqa: BLE001 - any parser failure is a corrupt file
-        raise ForeignMeshError(f"{path}: cannot read {suffix} mesh ({type(err).__name__}: {err})") from None
+    loaded = meshio.load_mesh_file(path, ForeignMeshError)
     if isinstance(loaded, trimesh.Scene):
         meshes = [g for g in loaded.dump(concatenate=False) if isinstance(g, trimesh.Trimesh)] if loaded.geometry else []
         if not meshes:
@@ -133,7 +117,7 @@ def write(path: str | Path, mesh: ForeignMesh) -> Path:
     import trimesh
 
     path = Path(path)
-    suffix = _format(path)
+    suffix = meshio.mesh_format(path, ForeignMeshError)
     data = trimesh.Trimesh(vertices=mesh.vertices, faces=mesh.faces, process=False).export(file_type=suffix[1:])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))

@@ -7,6 +7,7 @@ holding only the core and one plugin."""
 from __future__ import annotations
 
 import json
+import string
 from pathlib import Path
 
 import numpy as np
@@ -182,3 +183,24 @@ def misordered_pairs(modality: str, scores, dimensions=None) -> list[str]:
             if not values[better] > values[worse]:
                 wrong.append(f"{dimension}: rung {rungs[better]} {values[better]:.4f} <= rung {rungs[worse]} {values[worse]:.4f}")
     return wrong
+
+
+def tiny_chat_tokenizer(special: list[str], **tokenizer_options):
+    """(tokenizer, vocab) for a tiny chat model in a test: the `special` tokens first, then every
+    printable character and the chat roles as words, so any prompt tokenizes without a hub."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(special)}
+    for c in string.printable:
+        if c not in "\r\x0b\x0c":
+            vocab.setdefault(c, len(vocab))
+    for word in ("system", "user", "assistant"):
+        vocab[word] = len(vocab)
+    words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    words.pre_tokenizer = pre_tokenizers.Split(Regex("system|user|assistant|."), behavior="isolated")
+    words.decoder = decoders.Fuse()
+    words.add_special_tokens(special)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                        unk_token="<unk>", **tokenizer_options)
+    return tokenizer, vocab
