@@ -264,14 +264,3 @@ def test_score_command_prints_json_and_names_bad_files(tmp_path):
     assert missing.exit_code != 0 and "not found" in missing.output
     unknown = CliRunner().invoke(score_command, ["--frame-a", str(a), "--frame-b", str(b), "--part", "lips", str(half)])
     assert unknown.exit_code != 0 and "unknown part 'lips'" in unknown.output
-
-
-def test_ssim_view_by_view_equals_ssim_over_all_views(small, jaw_edit):
-    from maskscore_core.metric.image_metrics import masked_ssim
-    from maskscore_core.metric.render_compare import _masked_ssim_by_view
-
-    _a, _b, prepared = jaw_edit
-    half = small.renderer.render(mesh({"jawOpen": 0.4}).vertices)
-    for region in (prepared.inside, prepared.covered & ~prepared.inside):
-        expected = masked_ssim(half.normals, prepared.b.normals, region)
-        assert _masked_ssim_by_view(half.normals, prepared.b.normals, region) == pytest.approx(expected, abs=1e-12)

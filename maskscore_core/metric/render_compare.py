@@ -50,7 +50,6 @@ appearance_l1 (shaded pictures, where all sides carry a look). docs/metric.md gi
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import functools
 import math
 import threading
@@ -328,7 +327,7 @@ class RenderCompare:
         if framing is None:
             framing = views.framing_of(vertices_a)
         pool = _comparison_pool()
-        with _one_torch_thread():  # as in `score`: frame A goes through AlexNet while B renders
+        with threads.one_thread():  # as in `score`: frame A goes through AlexNet while B renders
             a = self._side(ref_a, "frame A", framing, vertices_a)
             lpips_a = pool.submit(self.lpips.features, _lpips_images([a.normals]))
             ssim_a = pool.submit(SsimReference, a.normals)
@@ -400,7 +399,10 @@ class RenderCompare:
         if not candidates:
             return []
         pool = _comparison_pool()
-        with _one_torch_thread():
+        # One torch thread: the comparisons are many small tensor operations, and on two threads each
+        # pays a barrier that costs more than its work (docs/metric.md, "Speed"); it also fixes the
+        # float summation order, so scores do not depend on the machine's cores.
+        with threads.one_thread():
             sides: list[Side] = []
             pictures, pending = [], {}
 
@@ -543,7 +545,8 @@ def _normal_l1(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 
 def _ssim_mean_by_view(values: list) -> float:
-    """`_masked_ssim_by_view` from `image_metrics.region_ssim`'s per-view values (same sums)."""
+    """`image_metrics.masked_ssim` over every view's region pixels, from `image_metrics.region_ssim`'s
+    per-view values (SSIM windows never cross views, so the sums are the same)."""
     total, count = 0.0, 0
     for found in values:
         if len(found):
@@ -552,45 +555,10 @@ def _ssim_mean_by_view(values: list) -> float:
     return total / count
 
 
-@contextlib.contextmanager
-def _one_torch_thread():
-    """Run the comparisons on one torch thread.
-
-    They are many small tensor operations (SSIM planes, LPIPS distances, masks): on two threads
-    each one pays a barrier that costs more than their work on a busy machine (docs/metric.md);
-    AlexNet's convolutions, which do gain from threads, run outside. Fixing the thread count
-    here also fixes the float summation order, so scores do not depend on the machine's cores.
-    Not thread-safe against other code changing torch's thread count at the same time.
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-@functools.cache
 def _comparison_pool() -> concurrent.futures.ThreadPoolExecutor:
     """The tasks of `RenderCompare.score` and `prepare` (`threads.wanted()` at once, one torch
     thread each): faster than one after another or on two torch threads (docs/metric.md, "Speed")."""
     return concurrent.futures.ThreadPoolExecutor(max_workers=threads.wanted(), thread_name_prefix="maskscore-compare")
-
-
-def _masked_ssim_by_view(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> float:
-    """`image_metrics.masked_ssim` over all views' masked pixels, computed view by view.
-
-    The same number (SSIM windows never cross views), but each call filters only that view's
-    bounding box of the mask instead of the box spanning every view, which costs far less.
-    """
-    from maskscore_core.metric.image_metrics import masked_ssim
-
-    total, count = 0.0, 0
-    for view in np.flatnonzero(mask.any(axis=(1, 2))):
-        pixels = int(mask[view].sum())
-        total += masked_ssim(a[view : view + 1], b[view : view + 1], mask[view : view + 1]) * pixels
-        count += pixels
-    return total / count
 
 
 def _masked_mean(values: np.ndarray, mask: np.ndarray | None) -> float:

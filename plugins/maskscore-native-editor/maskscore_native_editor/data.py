@@ -9,7 +9,6 @@ batch is the same whether the run was interrupted or not.
 
 from __future__ import annotations
 
-import contextlib
 
 import attrs
 import numpy as np
@@ -81,13 +80,3 @@ def batch(bank: StateBank, parts: tuple[str, ...], seed: int, step: int, size: i
     }
 
 
-@contextlib.contextmanager
-def one_thread():
-    """Torch on one thread while training: the same floats wherever it runs (float32 matrix
-    products differ in the last bits with the thread count), and on two shared cores the fastest."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from maskscore_core import checkpoints
+from maskscore_core import checkpoints, threads
 from maskscore_core.plugin.context import Context
 
 from . import data, editor, flow, heldout
@@ -57,7 +57,7 @@ def run(options: dict, ctx) -> dict:
     run_config = {"trainer": "flow-grpo", "editor": str(Path(options["editor"]).resolve()), "data": str(Path(options["data"]).resolve()),
                   "reward": options["reward"], "reward_weights": options.get("reward_weights"), **opts}
     checkpoints.check_run_config(out, run_config)
-    with data.one_thread(), tempfile.TemporaryDirectory(prefix="maskscore-rl-") as workdir:
+    with threads.one_thread(), tempfile.TemporaryDirectory(prefix="maskscore-rl-") as workdir:
         policy = copy.deepcopy(reference)
         summary = _train(out, opts, policy, reference, base_config, prompts, options, Path(workdir),
                          options.get("progress", True))

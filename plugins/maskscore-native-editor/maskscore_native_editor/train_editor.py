@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from maskscore_core import checkpoints
+from maskscore_core import checkpoints, threads
 
 from . import data, flow, params
 from .model import Denoiser, save
@@ -28,7 +28,7 @@ def run(options: dict, ctx) -> dict:
     trials = data.train_trials(opts["source"], opts["seed"], opts["subjects"], ctx)
     bank = data.StateBank.from_trials(trials)
     parts = params.editable_parts()  # loads the body model, which sets torch's threads
-    with data.one_thread():
+    with threads.one_thread():
         return _train(out, opts, bank, parts, progress=options.get("progress", True))
 
 
