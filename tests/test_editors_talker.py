@@ -263,8 +263,8 @@ def test_known_good_audio_through_the_editors_post_processing_is_decoded_and_sco
 def test_build_bench_with_the_talker_stops_on_the_random_models_outputs_with_their_reasons(tiny, tmp_path):
     """`maskscore build bench --editor talker` on one speech instance (seed 12: two bench subjects
     among two): the tiny model's output is not scored; the build stops with one line carrying the
-    reason, exit code 1. (A build that commits no shard releases its scratch space, the
-    editor-outputs record with it: the reasons live on in the error line.)"""
+    reason, exit code 1, and the editor-outputs record of the failed instance is kept in the bench
+    directory (the shard's scratch space is not)."""
     from click.testing import CliRunner
     from maskscore_core.cli import main
 
@@ -277,3 +277,9 @@ def test_build_bench_with_the_talker_stops_on_the_random_models_outputs_with_the
     (line,) = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert "talker: none of the 1 outputs for speech-00000-0000-speech-" in line
     assert "NotSaidError: the talker's audio for '" in line and "(raised by 'edit' of maskscore-talker" in line
+    assert f"editor-output records kept in {out / 'editor-outputs'}" in line
+    (record_path,) = (out / "editor-outputs").glob("speech-*.json")
+    record = json.loads(record_path.read_text())
+    assert record["editor"] == "talker" and [c["decoded"] for c in record["candidates"]] == [False]
+    assert "NotSaidError" in record["candidates"][0]["reason"]
+    assert not (out / ".partial").exists() and not list(out.glob("data/**/*.parquet"))

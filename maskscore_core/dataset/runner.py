@@ -96,6 +96,10 @@ def _claim_directory(config: BuildConfig, content: dict) -> bool:
 def _release_claim(root: Path) -> None:
     """Undo a claim whose build committed nothing: its marker and its scratch space."""
     (root / CONFIG_MARKER).unlink(missing_ok=True)
+    _remove_scratch(root)
+
+
+def _remove_scratch(root: Path) -> None:
     for leftover in (PARTIAL_DIR, WORK_DIR):
         shutil.rmtree(root / leftover, ignore_errors=True)
 
@@ -186,6 +190,8 @@ def run_build(config: BuildConfig, progress: bool = True, bench_dir: Path | None
                 if claimed and not _committed(root):
                     _release_claim(root)
                     released = True
+                else:  # scratch is never resumed (a shard is rebuilt whole): free it now
+                    _remove_scratch(root)
                 raise
     except lock.DirectoryBusy as err:
         raise BuildError(str(err)) from None
@@ -217,8 +223,7 @@ def _build(config: BuildConfig, plan: list[ShardSpec], content: dict, progress: 
             raise BuildError(f"{root}: {spec.modality} {spec.name} is not whole after the build ({problem}); run the build again")
     subjects = check_leakage(root, config.split, config.seed, bench_dir=bench_dir)
     forget_trials(root)
-    for leftover in (PARTIAL_DIR, WORK_DIR):
-        shutil.rmtree(root / leftover, ignore_errors=True)
+    _remove_scratch(root)
     planned_rows = {m: {t: n * config.rows_per_instance for t, n in tasks.items()}
                     for m, tasks in planned_instances(config).items()}
     card = write_card(root, content, subjects=len(subjects), planned=planned_rows)

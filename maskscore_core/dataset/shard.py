@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from maskscore_core import vocab
 
 from maskscore_core.plugin import manager as plugins
+from maskscore_core.plugin import model_editors
 
 from maskscore_core.dataset import schemas
 from maskscore_core.plugin.context import Context
@@ -193,6 +194,16 @@ def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, 
             for dimension in vocab.DIMENSIONS]
 
 
+def _keep_editor_records(temp_root: Path, root: Path) -> str:
+    """Move the model editors' per-output records (`model_editors.RECORDS`) of a shard that
+    failed into the dataset root, where they outlive its scratch space: what a model made and why
+    it could not be scored is never lost with the failure. Returns a note for the error line."""
+    records = sorted((temp_root / model_editors.RECORDS).glob("*.json"))
+    for path in records:
+        atomic.move_file(path, root / model_editors.RECORDS / path.name)
+    return f" (editor-output records kept in {root / model_editors.RECORDS})" if records else ""
+
+
 def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
     """Build one shard unless it is already complete; safe to call again after any crash."""
     root = Path(config.out)
@@ -225,7 +236,10 @@ def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
         try:
             rows.extend(instance_rows(config, instance, temp_root, asset_dir, ctx))
         except Exception as err:
-            raise ShardError(f"{spec.split} {spec.modality} {spec.name}, instance {instance.key}: {plugins.describe_error(err)}") from err
+            kept = _keep_editor_records(temp_root, root)
+            raise ShardError(
+                f"{spec.split} {spec.modality} {spec.name}, instance {instance.key}: {plugins.describe_error(err)}{kept}"
+            ) from err
         sidecars[instance.key] = json.dumps(converter.unstructure(instance), sort_keys=True, indent=1) + "\n"
     shutil.rmtree(ctx.workdir)
     files = sorted(p for p in temp_root.rglob("*") if p.is_file())

@@ -5,7 +5,8 @@ A model's output may not decode (a repainted picture with no face left, words th
 dictionary does not know). Such an output is never scored, and never given a score: it is
 recorded with its reason in `editor-outputs/<key>.json` under the dataset root (committed with
 the shard), beside the editor's name and configuration. An instance none of whose outputs
-decodes stops with one line listing the reasons.
+decodes stops the build with one line listing the reasons; its record is kept in the dataset
+root all the same (`dataset.shard`).
 """
 
 from __future__ import annotations
