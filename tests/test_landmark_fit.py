@@ -243,3 +243,29 @@ def test_anchors_from_render_land_on_the_rendered_triangle():
     with pytest.raises(lf.LandmarkFitError, match="lies off the rendered face"):
         lf.anchors_from_render("test", ["corner"], [0], np.array([[1.0, 1.0]]), result.face_id[0], pose,
                                config.fov_deg, vertices, reference.faces)  # fmt: skip
+
+
+def test_pose_landmarks_keep_a_misread_mouth_out_of_the_head_turn():
+    """With rigid pose landmarks (nose ridge, eye corners) the head turn is fitted on them alone and
+    the actions with the turn held: exact landmarks still give the state back, and lip points the
+    detector puts 3 px too high move the fitted turn far less than when every point sets it."""
+    body = get_body_model()
+    anchors, state = lf.anny68_anchors(), _moved_state(neck_shares=True)
+    views, origin = _views()
+    chain = [body.bone_index(name) for name in lf.LINEAR_BONES]
+    pixels = lf.project_anchors(state, views[0], origin, anchors, reference=True)
+    free = attrs.evolve(PIXEL_TEST_FIT, bones=lf.LINEAR_BONES, chain_shares=(0.4, 0.3, 0.3), fix_camera=True)
+    rigid = attrs.evolve(free, pose_landmarks=("nose_bridge", "eye_right_0", "eye_right_3", "eye_left_0", "eye_left_3"))
+
+    def turn_error(points, config):
+        fit = lf.fit_views([lf.ViewLandmarks(points, views[0])], {}, config, None, anchors, origin)
+        return float(np.abs(fit.state.pose[chain].sum(0) - state.pose[chain].sum(0)).max()), fit
+
+    error, fit = turn_error(pixels, rigid)
+    assert error < 0.005 and abs(fit.state.expression[body.action_index("jawOpen")] - 0.5) < 0.05, error
+    misread = pixels.copy()
+    misread[[name.startswith("lip_") for name in anchors.names], 1] -= 3.0
+    free_error, rigid_error = turn_error(misread, free)[0], turn_error(misread, rigid)[0]
+    assert rigid_error < 0.5 * free_error, (rigid_error, free_error)
+    with pytest.raises(lf.LandmarkFitError, match="none of the pose landmarks"):
+        turn_error(pixels, attrs.evolve(rigid, pose_landmarks=("forehead",)))

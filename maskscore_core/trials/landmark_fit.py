@@ -606,6 +606,11 @@ class FitConfig:
     symmetry_prior: an L2 pull of each fitted ...Left action towards its ...Right twin: a face
     moves both sides alike unless the landmarks say otherwise, and without it a detector's
     one-sided error read as one-sided actions (a head pitch as mouthLowerDownLeft alone).
+    pose_landmarks: rigid points (anchor names or group prefixes) that alone set the head's turn
+    (and a free camera): the turn is fitted on them with the actions held, then the actions and
+    phenotype on every point with the turn held, `pose_rounds` times (the turn's L-BFGS runs
+    `pose_lbfgs_steps`). A head turn moves every point, so fitted jointly, mouth points the
+    detector misreads (an open, smiling mouth) pulled the turn with them.
     """
 
     bones: tuple[str, ...] = ("Head",)
@@ -623,6 +628,9 @@ class FitConfig:
     chain_shares: tuple[float, ...] | None = None
     phenotype_prior: float = 0.0
     symmetry_prior: float = 0.0
+    pose_landmarks: tuple[str, ...] | None = None
+    pose_rounds: int = 2
+    pose_lbfgs_steps: int = 30
 
 
 # Facial actions a face-landmark detector can see: mouth, jaw opening, lids, brows. The others
@@ -721,6 +729,40 @@ def _targets(views: list[ViewLandmarks], anchors: MeshAnchors) -> torch.Tensor:
             selected = selected - bias
         out.append(selected)
     return torch.as_tensor(np.stack(out))  # (V, K, 2)
+
+
+def _pose_weights(anchors: MeshAnchors, names, view_count: int) -> torch.Tensor | None:
+    """(V, K) 1 on the pose landmarks (anchor names or group prefixes), 0 elsewhere; None when not given."""
+    if names is None:
+        return None
+    wanted = tuple(names)
+    mask = [any(n == w or n.startswith(w + "_") for w in wanted) for n in anchors.names]
+    if not any(mask):
+        raise LandmarkFitError(f"none of the pose landmarks {list(wanted)} is among the {anchors.scheme} anchors")
+    return torch.as_tensor(mask, dtype=torch.float64)[None].expand(view_count, -1)
+
+
+def _adam(params, config: "FitConfig", loss_fn) -> None:
+    adam = torch.optim.Adam(params, lr=config.adam_lr)
+    for _ in range(config.adam_steps):
+        adam.zero_grad()
+        loss_fn().backward()
+        adam.step()
+
+
+def _lbfgs(params, steps: int, loss_fn) -> None:
+    if steps <= 0:
+        return
+    lbfgs = torch.optim.LBFGS(params, lr=1.0, max_iter=steps, tolerance_grad=1e-12, tolerance_change=1e-15,
+                              history_size=20, line_search_fn="strong_wolfe")  # fmt: skip
+
+    def closure():
+        lbfgs.zero_grad()
+        value = loss_fn()
+        value.backward()
+        return value
+
+    lbfgs.step(closure)
 
 
 def _response_terms(anchors: MeshAnchors, body, active, bone_ids, config):
@@ -843,17 +885,22 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
     scales = torch.as_tensor(spreads, dtype=torch.float64)[:, None, None]  # residuals in spread units
     evaluations = [0]
 
-    def loss_fn(with_actions: bool = True):
+    pose_weights = _pose_weights(anchors, config.pose_landmarks, len(views))
+
+    def loss_fn(with_actions: bool = True, weights=None, with_rotations: bool = True):
         evaluations[0] += 1
         raw_a = raw_actions if with_actions else raw_actions.detach()
-        pts = points_of(raw_a, rotations, raw_pheno)
+        rot = rotations if with_rotations else rotations.detach()
+        raw_p = raw_pheno if with_actions else raw_pheno.detach()
+        pts = points_of(raw_a, rot, raw_p)
         cam = cam0 + cam_unit * cam_delta
         preds = []
         for item in views:
             if bool((item.view.depth(pts, cam) <= 1e-3).any()):
                 raise LandmarkFitError("the fitted face crossed a camera plane; check the landmarks and cameras")
             preds.append(item.view.project(pts, cam))
-        residual = ((torch.stack(preds) - target) / scales).pow(2).sum(-1).mean()
+        squared = ((torch.stack(preds) - target) / scales).pow(2).sum(-1)
+        residual = squared.mean() if weights is None else (squared * weights).sum() / weights.sum()
         fitted = torch.sigmoid(raw_actions)
         prior = config.action_prior * fitted.pow(2).sum() + config.action_sparsity * fitted.sum()
         prior = prior + config.rotation_prior * rotations.pow(2).sum()
@@ -871,35 +918,27 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
     twins = (torch.tensor([i for i, _ in pairs]), torch.tensor([j for _, j in pairs])) if pairs and config.symmetry_prior > 0 else None
     camera_params = [] if config.fix_camera else [cam_delta]
     # Stage 1: rigid (head rotation + camera), stage 2: everything with Adam, stage 3: L-BFGS.
+    # With pose landmarks: the rigid stages see those points only, and the turn is held while
+    # the actions move (alternating, `pose_rounds` times).
     rigid = torch.optim.Adam([rotations, *camera_params], lr=config.adam_lr)
     for _ in range(max(1, config.adam_steps // 4)):
         rigid.zero_grad()
-        loss_fn(with_actions=False).backward()
+        loss_fn(with_actions=False, weights=pose_weights).backward()
         rigid.step()
-    params = [raw_actions, rotations, *camera_params] + ([raw_pheno] if config.fit_phenotype else [])
-    adam = torch.optim.Adam(params, lr=config.adam_lr)
-    for _ in range(config.adam_steps):
-        adam.zero_grad()
-        loss_fn().backward()
-        adam.step()
-    if config.lbfgs_steps > 0:
-        lbfgs = torch.optim.LBFGS(
-            params,
-            lr=1.0,
-            max_iter=config.lbfgs_steps,
-            tolerance_grad=1e-12,
-            tolerance_change=1e-15,
-            history_size=20,
-            line_search_fn="strong_wolfe",
-        )
-
-        def closure():
-            lbfgs.zero_grad()
-            value = loss_fn()
-            value.backward()
-            return value
-
-        lbfgs.step(closure)
+    face_params = [raw_actions] + ([raw_pheno] if config.fit_phenotype else [])
+    if pose_weights is None:
+        params = [raw_actions, rotations, *camera_params] + ([raw_pheno] if config.fit_phenotype else [])
+        _adam(params, config, loss_fn)
+        _lbfgs(params, config.lbfgs_steps, loss_fn)
+    else:
+        rigid_loss = functools.partial(loss_fn, with_actions=False, weights=pose_weights)
+        face_loss = functools.partial(loss_fn, with_rotations=False)
+        _lbfgs([rotations, *camera_params], config.pose_lbfgs_steps, rigid_loss)
+        _adam(face_params, config, face_loss)
+        for round_ in range(max(1, config.pose_rounds)):
+            if round_:
+                _lbfgs([rotations, *camera_params], config.pose_lbfgs_steps, rigid_loss)
+            _lbfgs(face_params, config.lbfgs_steps, face_loss)
 
     with torch.no_grad():
         pts = points_of(raw_actions, rotations, raw_pheno)
