@@ -45,6 +45,8 @@ def _remeshings():
         "subdivided": remesh.subdivide,
         "clustered 2 mm": lambda v, f: remesh.cluster(v, f, 0.002),
         "clustered 4 mm": lambda v, f: remesh.cluster(v, f, 0.004),
+        "decimated 50%": lambda v, f: remesh.decimate(v, f, 0.5),
+        "decimated 20%": lambda v, f: remesh.decimate(v, f, 0.2),
     }
 
 

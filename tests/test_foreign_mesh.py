@@ -1,6 +1,8 @@
-"""Meshes of any topology are scored by rendering their own triangles (issue 15 item 2): ANNY
-meshes of known parameters, remeshed, score close to the same meshes in ANNY's topology, a
-remeshed ladder keeps its order, and bad meshes are one-line errors."""
+"""Meshes of any topology are scored by rendering their own triangles (issue 15 item 2), their
+normals read from the depth pass and their head laid onto frame A's by the skull's surface: ANNY
+meshes of known parameters, remeshed, score close to the same meshes in ANNY's topology (within
+0.02 on every part when only the triangulation changes), a remeshed ladder keeps its order, and
+bad meshes are one-line errors."""
 
 from __future__ import annotations
 
@@ -18,9 +20,14 @@ from maskscore_core.plugin.records import BodyState, Decoded
 SMALL = ViewConfig(count=4, resolution=96)
 # |score of the remeshed candidate - score of the same candidate in ANNY's topology|, per
 # dimension, ladder rungs 1-4 of a mouth edit, for remeshings whose surface stays within 2 mm
-# (midpoint subdivision; 2 mm vertex clustering). Measured at these views: at most 0.036
-# (subdivision's consistency: its shading normals differ, its depth does not). docs/metric.md.
+# (midpoint subdivision; 2 mm vertex clustering). docs/metric.md ("Meshes of any topology")
+# has the measured gaps.
 TOLERANCE = 0.05
+# The same gap where only the triangulation changes (midpoint subdivision keeps the surface),
+# on every part, subtle ones included: normals read from depth do not see the triangles, so
+# what is left is how normals read from depth differ from interpolated ones (the same
+# triangles marked foreign differ as much).
+SAME_SURFACE_TOLERANCE = 0.03
 REMESHINGS = {
     "subdivided": lambda v, f: remesh.subdivide(v, f),
     "clustered 2 mm": lambda v, f: remesh.cluster(v, f, 0.002),
@@ -98,11 +105,81 @@ def test_the_same_triangles_render_as_the_reference_mesh(compare):
 
 
 def test_the_same_triangles_marked_foreign_score_as_anny(ladder):
-    # The same renders; what differs is only that a foreign mesh cannot be moved onto frame A's
-    # head, so its depth is compared with frame B as given (jawOpen pulls the skull ~0.05 mm).
+    # The same depth; the normals are read from it (on both sides) instead of interpolated, and
+    # the head is laid onto frame A's by the skull's surface instead of ANNY's vertices.
     for anny, same in zip(ladder["anny"][:4], ladder["same triangles"][:4]):
-        assert same.instruction_following == pytest.approx(anny.instruction_following, abs=1e-4)
-        assert same.consistency == pytest.approx(anny.consistency, abs=0.002)
+        assert same.instruction_following == pytest.approx(anny.instruction_following, abs=SAME_SURFACE_TOLERANCE)
+        assert same.consistency == pytest.approx(anny.consistency, abs=SAME_SURFACE_TOLERANCE)
+
+
+SUBTLE = {  # part: (frame B's edit, another part's edit)
+    "eyebrow": ({"browInnerUp": 1.0}, {"jawOpen": 0.8}),
+    "irides": ({"eyeLookUpLeft": 1.0, "eyeLookUpRight": 1.0}, {"jawOpen": 0.8}),
+}
+
+
+@pytest.mark.parametrize("part", SUBTLE)
+def test_a_subdivided_mesh_scores_as_anny_on_subtle_parts(part):
+    """An eyebrow raise or a glance moves the surface by about a millimetre, as much as a
+    triangulation's shading changes it: the normals are read from depth, so a subdivided mesh
+    (the same surface) scores as the same triangles do, and close to the same mesh in ANNY's
+    topology, whose normals are interpolated instead. (Eyelids span a few pixels at 96 px: these
+    are the views of benchmarks/bench_foreign_mesh.py.)"""
+    compare = RenderCompare(ViewConfig(count=8, resolution=128))
+    edit, wrong = SUBTLE[part]
+    prepared = compare.prepare(mesh(), mesh(edit), part)
+    rungs = [mesh(edit), mesh({k: 0.5 * v for k, v in edit.items()}), mesh({k: 0.2 * v for k, v in edit.items()}), mesh(wrong)]
+    anny = compare.score(prepared, rungs)
+    same = compare.score(prepared, [foreign(r, None) for r in rungs])
+    subdivided = compare.score(prepared, [foreign(r, "subdivided") for r in rungs])
+    for expected, found in zip(same, subdivided):
+        for dimension in ("instruction_following", "consistency", "overall"):
+            assert getattr(found, dimension) == pytest.approx(getattr(expected, dimension), abs=1e-3)
+    for rung, (expected, found) in enumerate(zip(anny, subdivided), start=1):
+        for dimension in ("instruction_following", "consistency", "overall"):
+            gap = abs(getattr(found, dimension) - getattr(expected, dimension))
+            assert gap <= SAME_SURFACE_TOLERANCE, f"{part} rung {rung} {dimension}: {getattr(found, dimension):.3f} vs {getattr(expected, dimension):.3f}"
+    assert [s.overall for s in subdivided] == sorted((s.overall for s in subdivided), reverse=True)
+
+
+def test_a_moved_foreign_head_is_laid_back_onto_frame_a_and_charged(compare, jaw_prepared):
+    """A foreign mesh whose head stands a little off (turned 2 degrees, shifted 1 mm) is moved
+    back onto frame A's head before it is compared, and consistency charges the motion."""
+    from maskscore_core.metric import head_motion
+
+    vertices, faces = remesh.subdivide(*remesh.body_surface(mesh().vertices))
+    skull = head_motion.skull_surface(compare.renderer.check(mesh().vertices), "mouth")
+    aligned, size = head_motion.align_surface_to_a(skull, vertices, faces)
+    np.testing.assert_array_equal(aligned, vertices)  # the same head: not moved at all
+    assert size == 0.0
+    turn = head_motion.rotation_matrix(np.radians([0.0, 2.0, 0.0]))
+    moved = (vertices - skull.centre) @ turn.T + skull.centre + np.array([0.001, 0.0, 0.0])
+    back, size = head_motion.align_surface_to_a(skull, moved, faces)
+    assert np.abs(back - vertices).max() < 1e-4
+    assert 0.002 < size < 0.006  # a 2-degree turn about the head's centre moves the skull ~3 mm
+    still, turned = compare.score(jaw_prepared, [Decoded(vertices=vertices, faces=faces), Decoded(vertices=moved, faces=faces)])
+    assert turned.distances["cons.head_motion"] == pytest.approx(size, abs=1e-4)  # less frame B's own (0.05 mm)
+    assert turned.consistency < still.consistency
+    assert turned.instruction_following == pytest.approx(still.instruction_following, abs=0.01)
+
+
+def test_normals_read_from_depth_ignore_the_triangulation(compare):
+    """The depth pass of a mesh and of its subdivision agree, so do the normals read from them;
+    on the reference mesh they agree with the interpolated shading normals away from outlines."""
+    from maskscore_core.metric.depth_normals import depth_normals
+
+    decoded = mesh({"jawOpen": 0.5})
+    framing = framing_of(compare.renderer.check(decoded.vertices))
+    vertices, faces = remesh.body_surface(decoded.vertices)
+    own = foreign_mesh.render(foreign_mesh.check(vertices, faces), SMALL, framing)
+    finer = foreign_mesh.render(foreign_mesh.check(*remesh.subdivide(vertices, faces)), SMALL, framing)
+    np.testing.assert_array_equal(own.coverage, finer.coverage)
+    read, read_finer = (depth_normals(r.depth, r.coverage, SMALL) for r in (own, finer))
+    assert np.abs(read - read_finer).max() < 1e-3
+    np.testing.assert_allclose(np.linalg.norm(read[own.coverage], axis=-1), 1.0, atol=1e-5)
+    assert not read[~own.coverage].any()
+    agreement = np.sum(read * own.normals, axis=-1)[own.coverage]
+    assert np.median(agreement) > 0.99
 
 
 @pytest.mark.parametrize("how", CLOSE)

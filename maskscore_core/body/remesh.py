@@ -8,7 +8,10 @@ agree. Two remeshings, both deterministic:
   only the vertex normals, hence the shading, differ slightly);
 - `cluster`: vertex clustering on a grid of `cell` metres (every vertex of a cell merged into
   their mean, triangles that collapse dropped): fewer vertices, and a surface that differs from
-  the original by up to about a cell.
+  the original by up to about a cell;
+- `decimate`: quadric edge-collapse decimation (`fast-simplification`, through trimesh) to a
+  fraction of the triangles, the way mesh tools simplify: new vertex positions chosen to keep
+  the surface, so a detail survives as long as triangles are left to hold it.
 """
 
 from __future__ import annotations
@@ -62,3 +65,14 @@ def cluster(vertices: np.ndarray, faces: np.ndarray, cell: float) -> tuple[np.nd
     g = g[np.sort(first)]
     used, compact = np.unique(g, return_inverse=True)
     return merged[used], compact.reshape(g.shape)
+
+
+def decimate(vertices: np.ndarray, faces: np.ndarray, keep: float) -> tuple[np.ndarray, np.ndarray]:
+    """Quadric edge-collapse decimation keeping about `keep` (0 < keep < 1) of the triangles."""
+    import trimesh
+
+    if not 0.0 < keep < 1.0:
+        raise ValueError(f"decimate keeps a fraction of the triangles in (0, 1), got {keep!r}")
+    mesh = trimesh.Trimesh(vertices=np.asarray(vertices, dtype=np.float64), faces=np.asarray(faces, dtype=np.int64), process=False)
+    simple = mesh.simplify_quadric_decimation(percent=1.0 - keep)
+    return np.asarray(simple.vertices, dtype=np.float64), np.asarray(simple.faces, dtype=np.int64)

@@ -189,3 +189,80 @@ def motion_size(frame: HeadFrame, before: np.ndarray, after: np.ndarray) -> floa
     moved = np.asarray(after, dtype=np.float64)[frame.ids] - np.asarray(before, dtype=np.float64)[frame.ids]
     return float(np.sqrt((moved**2).sum(axis=1).mean()))
 
+
+
+# -- meshes of their own topology ---------------------------------------------------------------
+# A mesh from an image-to-3D model has no ANNY vertices to fit the model above on. Its head's
+# motion is found on its surface instead: the rigid motion that lays frame A's skull (hair region
+# and ears, which the reference mesh holds still under facial actions) onto the mesh's surface,
+# point-to-plane to the mesh's nearest vertex (ICP). A skull point far from the mesh (a region
+# the mesh lacks) counts less, smoothly (SKULL_REACH_M), so nothing switches on or off. The same
+# triangles, or a finer triangulation holding the same vertices, give no motion at all.
+SKULL_REACH_M = 0.01
+ICP_STEPS = 8
+
+
+@attrs.frozen(eq=False)
+class SkullSurface:
+    """Frame A's skull vertices to lay onto other surfaces."""
+
+    points: np.ndarray  # (S, 3)
+    centre: np.ndarray  # (3,)
+
+
+def skull_surface(vertices_a: np.ndarray, part: str | None = None) -> SkullSurface:
+    """Frame A's skull vertices (the edited part's own left out, as `head_frame` does for parts
+    no facial action drives)."""
+    from maskscore_core.body.reference_mesh import _skull_ids
+
+    ids = _skull_ids()
+    if part is not None and not parts.part_actions(part):
+        ids = np.setdiff1d(ids, parts.part_vertex_ids(part))
+    if len(ids) < 100:
+        raise HeadMotionError(f"only {len(ids)} skull vertices are left outside the part {part!r}")
+    points = np.asarray(vertices_a, dtype=np.float64)[ids]
+    return SkullSurface(points=points, centre=points.mean(axis=0))
+
+
+def surface_head_motion(skull: SkullSurface, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """(R, t, size): frame A's skull moved by `q -> R (q - centre) + centre + t` lies on the
+    mesh's surface; size is how far that moves the skull (weighted RMS, metres)."""
+    from scipy.spatial import cKDTree
+
+    from maskscore_core.metric.render import vertex_normals
+
+    points = np.asarray(vertices, dtype=np.float64)
+    normals = vertex_normals(points, np.asarray(faces, dtype=np.int64))
+    tree = cKDTree(points)
+    rotation, translation = np.eye(3), np.zeros(3)
+    weights = np.zeros(len(skull.points))
+    for _step in range(ICP_STEPS):
+        # q + ((q - c) (R - I)^T + t): exactly q while nothing has moved
+        moved = skull.points + ((skull.points - skull.centre) @ (rotation - np.eye(3)).T + translation)
+        distance, nearest = tree.query(moved)
+        weights = 1.0 / (1.0 + (distance / SKULL_REACH_M) ** 2)
+        n = normals[nearest]
+        residual = np.einsum("ij,ij->i", moved - points[nearest], n)
+        if not np.abs(residual).max() > 0:
+            break  # the skull lies on the mesh as it is
+        # Linearised step: d(residual) = n . (w x (q - c) + dt).
+        jacobian = np.concatenate([np.cross(moved - skull.centre, n), n], axis=1)
+        weighted = jacobian * weights[:, None]
+        step = np.linalg.lstsq(weighted.T @ jacobian, -weighted.T @ residual, rcond=None)[0]
+        turn = rotation_matrix(step[:3])
+        rotation, translation = turn @ rotation, translation @ turn.T + step[3:]
+        if np.linalg.norm(step[:3]) < _CONVERGED_RAD and np.linalg.norm(step[3:]) < _CONVERGED_M:
+            break
+    moved = skull.points + ((skull.points - skull.centre) @ (rotation - np.eye(3)).T + translation)
+    size = float(np.sqrt((weights * ((moved - skull.points) ** 2).sum(axis=1)).sum() / weights.sum()))
+    return rotation, translation, size
+
+
+def align_surface_to_a(skull: SkullSurface, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, float]:
+    """The mesh moved rigidly so that its head lies where frame A's is, and how far its head had
+    moved (`surface_head_motion`); unmoved, bit for bit, when it had not."""
+    rotation, translation, size = surface_head_motion(skull, vertices, faces)
+    points = np.asarray(vertices, dtype=np.float64)
+    if np.array_equal(rotation, np.eye(3)) and not translation.any():
+        return points, size
+    return (points - skull.centre - translation) @ rotation + skull.centre, size

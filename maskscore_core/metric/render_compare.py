@@ -69,6 +69,7 @@ from maskscore_core.metric.render import RenderResult, get_renderer
 from maskscore_core.metric.views import ViewConfig
 from maskscore_core.body import parts
 from maskscore_core.metric import foreign_mesh
+from maskscore_core.metric.depth_normals import depth_normals
 from maskscore_core.metric.appearance import shade
 
 # consistency: a distance equal to its scale scores exp(-1) = 0.37. instruction_following:
@@ -109,8 +110,10 @@ NO_ALIGN_PARTS = ("neck",)
 # scores by it. 2: calibrated instruction_following, consistency beyond frame B's own change,
 # alignment always, framing on frame A's head (issue 12). 3: follow terms down to TERM_FLOOR,
 # averaged, then the soft floor; overall = consistency * (1 + instruction_following) / 2 (issue 12
-# point 5).
-METRIC_VERSION = 3
+# point 5). 4: meshes of their own topology compared with normals read from depth on every side
+# and their head laid onto frame A's by the skull's surface (issue 15 item 2); the scores of
+# reference-topology candidates are those of revision 3.
+METRIC_VERSION = 4
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
 # distances["ref.<d>"] and ["half.<d>"]: d(A, B) and d(halfway, B) inside, what instruction_following
@@ -270,7 +273,8 @@ class RenderCompare:
             raise RenderCompareError(f"{what}: expected a records.Decoded, got {type(decoded).__name__}")
         if decoded.faces is not None:  # a mesh of its own topology: its own triangles rendered
             result = foreign_mesh.render(foreign_mesh.check(decoded.vertices, decoded.faces, what), self.view_config, framing)
-            return Side(result.depth, result.coverage, result.normals, activations=decoded.activations)
+            normals = depth_normals(result.depth, result.coverage, self.view_config)  # not its triangles' shading
+            return Side(result.depth, result.coverage, normals, activations=decoded.activations)
         if vertices is None and decoded.vertices is not None:
             vertices = self.renderer.check(decoded.vertices, what)
         if vertices is not None:
@@ -293,6 +297,13 @@ class RenderCompare:
                 " pass one frame's vertices here"
             )
         raise RenderCompareError(f"{what}: nothing to compare (no vertices and no depth maps)")
+
+    def _moved(self, side: Side, vertices: np.ndarray, framing: views.Framing) -> Side:
+        """`side` rendered again from `vertices` (checked reference-mesh vertices placed elsewhere),
+        keeping what it carries besides its geometry (activations, appearance)."""
+        result = self.renderer.render(framing.apply(vertices))
+        return attrs.evolve(side, depth=result.depth, coverage=result.coverage, normals=result.normals, render=result,
+                            render_vertices=vertices)  # fmt: skip
 
     def _aligned(self, prepared: PreparedReference, vertices: np.ndarray) -> tuple[np.ndarray, float | None]:
         """The vertices moved onto frame A's head, and how far that moved the head (None for the neck)."""
@@ -341,8 +352,9 @@ class RenderCompare:
             # The halfway mesh calibrates instruction_following (module docstring).
             if halfway is None or halfway.vertices is None:
                 halfway, middle_vertices = Decoded(), 0.5 * (vertices_a + aligned)
+                middle_as_is = None
             else:
-                middle_vertices = self.renderer.check(halfway.vertices, "the halfway reference")
+                middle_vertices = middle_as_is = self.renderer.check(halfway.vertices, "the halfway reference")
                 if frame is not None:
                     middle_vertices = head_motion.align_to_a(frame, middle_vertices)
             middle = self._side(halfway, "the mesh halfway from A to B", framing, middle_vertices)
@@ -355,24 +367,9 @@ class RenderCompare:
                 )
             lpips_a, lpips_b, lpips_middle = lpips_a.result(), lpips_b.result(), lpips_middle.result()
             ssim_a, ssim_b = ssim_a.result(), ssim_b.result()
-            # What frame B changes against A, per pixel; the halfway mesh's too, where larger: an
-            # outline the edit sweeps across (a turning head's) differs half way, not at either end.
-            change = {
-                "depth": np.maximum(*(_capped(np.abs(side.depth - a.depth)) for side in (b, middle))),
-                "normal": np.maximum(*(_normal_l1(side.normals, a.normals) for side in (b, middle))),
-                "ssim": np.maximum(*(_dissimilarity(ssim_a.map(side)) for side in (ssim_b, middle.normals))),
-                "lpips": _layer_maximum(*(self.lpips.layer_maps(features, lpips_a) for features in (lpips_b, lpips_middle))),
-            }
-            inside_lpips = self.lpips.pull(inside, lpips_b)
-            references, halfway_distances = (
-                {
-                    "depth_l1": _masked_mean(_capped(np.abs(side.depth - b.depth)), inside),
-                    "normal_l1": _masked_mean(_normal_l1(side.normals[inside], b.normals[inside]), None),
-                    "ssim": max(0.0, 1.0 - _ssim_mean_by_view(region_ssim(side.normals, [ssim_b], [inside])[0])),
-                    "lpips": max(0.0, self.lpips.distance(features, lpips_b, inside_lpips)),
-                }
-                for side, features in ((a, lpips_a), (middle, lpips_middle))
-            )  # d(A, B), d(halfway, B)
+            change, inside_lpips, references, halfway_distances = self._reference_distances(
+                a, b, middle, inside, (lpips_a, lpips_b, lpips_middle), (ssim_a, ssim_b)
+            )
             if a.activations is not None and b.activations is not None:
                 references["activation"], halfway_distances["activation"] = activation_references(
                     a.activations, b.activations, middle.activations
@@ -383,12 +380,99 @@ class RenderCompare:
             ssim_a=ssim_a, ssim_b=ssim_b, b_change=change, references=references, halfway=halfway_distances,
         )  # fmt: skip
         prepared.lazy["inside_lpips"] = inside_lpips  # the part's mask at LPIPS's layer sizes, for every candidate
+        # for the references of meshes of their own topology (`_surface_reference`)
+        prepared.lazy.update(middle=middle, b_vertices=vertices_b, middle_as_is=middle_as_is)
         _appearance_reference(prepared, middle)
         return prepared
 
+    def _reference_distances(self, a: Side, b: Side, middle: Side, inside: np.ndarray, lpips_features: tuple,
+                             ssim_references: tuple) -> tuple[dict, object, dict, dict]:
+        """Frame B's change against A per pixel, the part's mask at LPIPS's layer sizes, d(A, B)
+        and d(halfway, B) inside, from the three sides' renders (normals as the sides carry them)."""
+        lpips_a, lpips_b, lpips_middle = lpips_features
+        ssim_a, ssim_b = ssim_references
+        # What frame B changes against A, per pixel; the halfway mesh's too, where larger: an
+        # outline the edit sweeps across (a turning head's) differs half way, not at either end.
+        change = {
+            "depth": np.maximum(*(_capped(np.abs(side.depth - a.depth)) for side in (b, middle))),
+            "normal": np.maximum(*(_normal_l1(side.normals, a.normals) for side in (b, middle))),
+            "ssim": np.maximum(*(_dissimilarity(ssim_a.map(side)) for side in (ssim_b, middle.normals))),
+            "lpips": _layer_maximum(*(self.lpips.layer_maps(features, lpips_a) for features in (lpips_b, lpips_middle))),
+        }
+        inside_lpips = self.lpips.pull(inside, lpips_b)
+        references, halfway = (
+            {
+                "depth_l1": _masked_mean(_capped(np.abs(side.depth - b.depth)), inside),
+                "normal_l1": _masked_mean(_normal_l1(side.normals[inside], b.normals[inside]), None),
+                "ssim": max(0.0, 1.0 - _ssim_mean_by_view(region_ssim(side.normals, [ssim_b], [inside])[0])),
+                "lpips": max(0.0, self.lpips.distance(features, lpips_b, inside_lpips)),
+            }
+            for side, features in ((a, lpips_a), (middle, lpips_middle))
+        )  # d(A, B), d(halfway, B)
+        return change, inside_lpips, references, halfway
+
+    def _surface_reference(self, prepared: PreparedReference) -> PreparedReference:
+        """`prepared` with every normal read from the depth pass (`depth_normals`), made on first
+        use: a mesh of its own topology is compared with references whose normals are read the
+        way its own are, so that its triangulation does not count as a change of the surface.
+        Frame B and the halfway mesh are laid onto frame A's head the way such a mesh is, by the
+        skull's surface (`head_motion.align_surface_to_a`), so that frame B itself, given as a
+        mesh of its own topology, is laid exactly where its reference is."""
+        with self._lock:
+            found = prepared.lazy.get("surface")
+        if found is not None:
+            return found
+        lazy = prepared.lazy
+        with threads.one_thread():
+            b, middle, skull = prepared.b, lazy["middle"], None
+            if prepared.head_frame is not None:
+                skull = head_motion.skull_surface(prepared.vertices_a, prepared.part)
+                faces = self.renderer.reference.faces
+                aligned, motion = head_motion.align_surface_to_a(skull, lazy["b_vertices"], faces)
+                b = attrs.evolve(self._moved(b, aligned, prepared.framing), head_motion=motion)
+                if lazy["middle_as_is"] is None:
+                    middle_vertices = 0.5 * (prepared.vertices_a + aligned)
+                else:
+                    middle_vertices = head_motion.align_surface_to_a(skull, lazy["middle_as_is"], faces)[0]
+                middle = self._moved(middle, middle_vertices, prepared.framing)
+            a, b, middle = (
+                attrs.evolve(side, normals=depth_normals(side.depth, side.coverage, self.view_config))
+                for side in (prepared.a, b, middle)
+            )
+            pool = _comparison_pool()
+            lpips_features = tuple(pool.map(lambda side: self.lpips.features(_lpips_images([side.normals])), (a, b, middle)))
+            ssim_references = tuple(pool.map(lambda side: SsimReference(side.normals), (a, b)))
+            change, inside_lpips, references, halfway = self._reference_distances(
+                a, b, middle, prepared.inside, lpips_features, ssim_references
+            )
+        surface = attrs.evolve(
+            prepared, a=a, b=b, lpips_a=lpips_features[0], lpips_b=lpips_features[1], ssim_a=ssim_references[0],
+            ssim_b=ssim_references[1], b_change={**prepared.b_change, **change},
+            references={**prepared.references, **references}, halfway={**prepared.halfway, **halfway},
+            lazy={"inside_lpips": inside_lpips, "middle": middle},
+        )  # fmt: skip
+        if skull is not None:  # its candidates' heads are laid onto frame A's by the skull's surface
+            surface.lazy["skull"] = skull
+        with self._lock:
+            return prepared.lazy.setdefault("surface", surface)
+
     # -- candidates ---------------------------------------------------------------------------
     def score(self, prepared: PreparedReference, candidates: list[Decoded]) -> list[CandidateScore]:
-        """Scores of G candidates.
+        """Scores of G candidates, in their order. Meshes of their own topology are scored against
+        the references with normals read from depth (`_surface_reference`), the others against
+        `prepared` itself."""
+        if not candidates:
+            return []
+        own_topology = [i for i, c in enumerate(candidates) if isinstance(c, Decoded) and c.faces is not None]
+        if own_topology:  # compared with references whose normals are read as theirs are
+            scores = dict(zip(own_topology, self._score(self._surface_reference(prepared), [candidates[i] for i in own_topology])))
+            rest = [i for i in range(len(candidates)) if i not in scores]
+            scores.update(zip(rest, self._score(prepared, [candidates[i] for i in rest])))
+            return [scores[i] for i in range(len(candidates))]
+        return self._score(prepared, candidates)
+
+    def _score(self, prepared: PreparedReference, candidates: list[Decoded]) -> list[CandidateScore]:
+        """Scores of G candidates against one set of references.
 
         Pipelined on a small thread pool, torch on one thread per task: while the next candidate
         renders (Mitsuba keeps about one core busy), the previous one goes through AlexNet (one
@@ -413,6 +497,10 @@ class RenderCompare:
                 vertices, motion = None, None
                 if isinstance(candidate, Decoded) and candidate.vertices is not None and candidate.faces is None:
                     vertices, motion = self._aligned(prepared, self.renderer.check(candidate.vertices, f"candidate {i}"))
+                elif isinstance(candidate, Decoded) and candidate.faces is not None and "skull" in prepared.lazy:
+                    mesh = foreign_mesh.check(candidate.vertices, candidate.faces, f"candidate {i}")
+                    aligned, motion = head_motion.align_surface_to_a(prepared.lazy["skull"], mesh.vertices, mesh.faces)
+                    candidate = attrs.evolve(candidate, vertices=aligned)
                 side = attrs.evolve(self._side(candidate, f"candidate {i}", prepared.framing, vertices), head_motion=motion)
                 sides.append(side)
                 if side.normals is not None:
