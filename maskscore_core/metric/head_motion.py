@@ -35,6 +35,7 @@ import numpy as np
 
 from maskscore_core.body.anny_model import HEAD_CHILD_BONES
 from maskscore_core.body import parts
+from maskscore_core.metric.render import vertex_normals
 from maskscore_core.plugin.records import BodyState, FACIAL_ACTIONS
 
 # A vertex counts as carried by the head when its head skinning weight is at least this.
@@ -228,8 +229,6 @@ def surface_head_motion(skull: SkullSurface, vertices: np.ndarray, faces: np.nda
     """(R, t, size): frame A's skull moved by `q -> R (q - centre) + centre + t` lies on the
     mesh's surface; size is how far that moves the skull (weighted RMS, metres)."""
     from scipy.spatial import cKDTree
-
-    from maskscore_core.metric.render import vertex_normals
 
     points = np.asarray(vertices, dtype=np.float64)
     normals = vertex_normals(points, np.asarray(faces, dtype=np.int64))
