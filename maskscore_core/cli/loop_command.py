@@ -174,7 +174,8 @@ def run_loop(out: Path, opts: dict) -> dict:
     figures["rl"] = stage("4 train rl", lambda: run_trainer("flow-grpo", {
         "out": str(out / "rl"), "editor": str(out / "editor"), "data": str(out / "rl-train"), "reward": "reward-model",
         "reward_weights": weights["reward-model"], "eval_bench": str(out / "bench"), "seed": seed,
-        "steps": opts["rl_steps"], "eval_instances": opts["eval_instances"], "views": opts["views"],
+        "steps": opts["rl_steps"], "eval_instances": opts["eval_instances"], "eval_samples": opts.get("eval_samples"),
+        "views": opts["views"],
         "resolution": opts["resolution"], "progress": opts["progress"]}, seed))
     timings["total"] = round(time.perf_counter() - started, 1)
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -259,9 +260,12 @@ def markdown(figures: dict, out: Path) -> str:
 @click.option("--native-train-rows", type=click.IntRange(min=0), default=240, show_default=True,
               help="reward-train rows of the native editor's samples (training subjects), added to the reward model's data.")
 @click.option("--reward-steps", type=options.STEPS, default=600, show_default=True)
-@click.option("--rl-rows", type=options.ROWS, default=64, show_default=True, help="rl-train rows (prompts).")
+@click.option("--rl-rows", type=options.ROWS, default=320, show_default=True,
+              help="rl-train rows (prompts); with 64 the policy fitted its prompts and gained little on held-out subjects (docs/loop.md).")
 @click.option("--rl-steps", type=options.STEPS, default=160, show_default=True)
 @click.option("--eval-instances", type=options.INSTANCES, default=32, show_default=True)
+@click.option("--eval-samples", type=options.INSTANCES, default=8, show_default=True,
+              help="Samples per held-out instance before and after RL (the same noise in both).")
 @click.option("--rate-groups", type=options.INSTANCES, default=10, show_default=True, help="Bench groups timed for candidates/s.")
 @click.option("--views", type=options.VIEWS, default=4, show_default=True)
 @click.option("--resolution", type=options.RESOLUTION, default=64, show_default=True)
@@ -269,13 +273,13 @@ def markdown(figures: dict, out: Path) -> str:
 @click.option("--workers", type=options.WORKERS, default=1, show_default=True)
 @click.option("--quiet", is_flag=True)
 def loop_command(out, seed, subjects, editor_steps, width, reward_rows, bench_rows, native_rows, native_train_rows,
-                 reward_steps, rl_rows, rl_steps, eval_instances, rate_groups, views, resolution, shard_size, workers, quiet):
+                 reward_steps, rl_rows, rl_steps, eval_instances, eval_samples, rate_groups, views, resolution, shard_size, workers, quiet):
     """Run the loop's four stages small on the built-in data; write DIR/report.md."""
     options.check_render_size(views, resolution)
     opts = {"seed": seed, "subjects": subjects, "editor_steps": editor_steps, "width": width, "reward_rows": reward_rows,
             "bench_rows": bench_rows, "native_rows": native_rows, "native_train_rows": native_train_rows,
             "reward_steps": reward_steps, "rl_rows": rl_rows,
-            "rl_steps": rl_steps, "eval_instances": eval_instances, "rate_groups": rate_groups, "views": views,
+            "rl_steps": rl_steps, "eval_instances": eval_instances, "eval_samples": eval_samples, "rate_groups": rate_groups, "views": views,
             "resolution": resolution,
             "shard_size": shard_size, "workers": workers, "progress": not quiet}
     figures = run_loop(Path(out), opts)

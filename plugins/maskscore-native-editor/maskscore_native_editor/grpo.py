@@ -36,7 +36,7 @@ from .model import load, save
 
 DEFAULTS = {
     "seed": 0, "steps": 160, "group": 12, "prompts": 6, "sample_steps": 10, "eta": 0.7, "kl": 0.04, "clip": 2e-4,
-    "adv_clip": 5.0, "lr": 3e-4, "save_every": 20, "eval_instances": 24, "eval_samples": 4, "views": 4, "resolution": 64,
+    "adv_clip": 5.0, "lr": 3e-4, "save_every": 20, "eval_instances": 24, "eval_samples": 8, "views": 4, "resolution": 64,
 }
 MODALITY = "pose"
 REPORT = "rl_report.json"
