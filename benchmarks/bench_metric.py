@@ -150,11 +150,12 @@ def _recorded_work(compare, full_row) -> tuple[list, list]:
 def _floor(compare, meshes, batches):
     """The floor row: the recorded renders on this thread while the recorded AlexNet forwards run
     on the scorer's pool, one torch thread each, as the scorer runs them; no comparison."""
+    from maskscore_core import threads
     from maskscore_core.metric import render_compare
 
     def floor_row():
         pool = render_compare._comparison_pool()
-        with render_compare._one_torch_thread():
+        with threads.one_thread():
             futures = [pool.submit(compare.lpips.features, batch) for batch in batches]
             for vertices in meshes:
                 compare.renderer.render(vertices)
@@ -168,7 +169,7 @@ def _stage_cpu(compare, meshes, batches, full_row) -> dict:
     """Process CPU seconds of one row's stages run one after another on one torch thread: the
     renders, the AlexNet forwards, and the rest of a full row (the comparisons: depth, normals,
     SSIM, LPIPS distances, masks, head motion). Medians of three runs each."""
-    from maskscore_core.metric import render_compare
+    from maskscore_core import threads
 
     def cpu(work) -> float:
         spent = []
@@ -178,7 +179,7 @@ def _stage_cpu(compare, meshes, batches, full_row) -> dict:
             spent.append(time.process_time() - start)
         return float(np.median(spent))
 
-    with render_compare._one_torch_thread():
+    with threads.one_thread():
         renders = cpu(lambda: [compare.renderer.render(v) for v in meshes])
         alexnet = cpu(lambda: [compare.lpips.features(b) for b in batches])
     row = cpu(full_row)

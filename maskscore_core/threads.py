@@ -9,12 +9,21 @@ paid off on the 2-core development machine, and Dr.Jit one per core.
 Stored values must not depend on that count: float64 matrix products (MKL) and reductions can
 differ in the last bit between thread counts, so code whose float64 results are stored (the
 body model) runs inside `one_thread()`.
+
+NumPy's and SciPy's BLAS (OpenBLAS) are pinned to one thread for the whole process the first
+time MaskScore sets its threads (`pin_blas`). Their default is one thread per core, so a
+gram matrix's last bits would follow the machine's core count; and their threads spin while
+they wait, so beside the scorer's own busy threads (Mitsuba's renders, AlexNet on the pool) a
+small product can take tens of times longer than on one thread (docs/metric.md, "Speed").
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+
+from threadpoolctl import ThreadpoolController
 
 ENV = "MASKSCORE_THREADS"
 DEFAULT_MAX = 2
@@ -43,10 +52,20 @@ def share(workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
+@functools.cache
+def pin_blas() -> None:
+    """NumPy's and SciPy's BLAS libraries to one thread, for good (module docstring)."""
+    import scipy.linalg  # noqa: F401 - loads SciPy's own OpenBLAS, so that it is pinned too
+
+    ThreadpoolController().limit(limits=1, user_api="blas")
+
+
 def apply() -> int:
-    """Set torch's (and, once Mitsuba's variant is chosen, Dr.Jit's) thread count; returns it."""
+    """Set torch's (and, once Mitsuba's variant is chosen, Dr.Jit's) thread count and pin the
+    BLAS libraries to one thread; returns torch's count."""
     import torch
 
+    pin_blas()
     count = wanted()
     torch.set_num_threads(count)
     return count
@@ -64,9 +83,11 @@ def apply_drjit() -> None:
 @contextlib.contextmanager
 def one_thread():
     """Run the body on one torch thread (the calling thread's setting: torch's OpenMP and MKL
-    thread counts are per thread), whatever this process's thread count is, then restore it."""
+    thread counts are per thread), whatever this process's thread count is, then restore it
+    (BLAS stays pinned to one thread, `pin_blas`)."""
     import torch
 
+    pin_blas()
     count = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

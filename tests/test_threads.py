@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -28,3 +29,24 @@ def test_workers_share_the_cores():
     assert threads.share(1) == cores
     assert threads.share(cores) == 1
     assert threads.share(10 * cores) == 1  # never below one
+
+
+def test_one_thread_pins_numpys_and_scipys_blas_to_one_thread():
+    """BLAS libraries default to one thread per core: a float64 product's last bits would follow
+    the machine, and their spinning threads stall beside the scorer's own (threads docstring)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy, scipy.linalg\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from maskscore_core import threads\n"
+        "with threads.one_thread():\n"
+        "    inside = [i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']\n"
+        "after = [i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']\n"
+        "print(inside, after)\n"
+    )
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}  # as on a machine with two cores or more
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    inside, after = json.loads("[" + done.stdout.strip().replace("] [", "], [") + "]")
+    assert inside and set(inside) == {1} and set(after) == {1}

@@ -1,0 +1,34 @@
+"""The benchmark scripts run (at toy sizes): `make bench` must not break unnoticed when the code
+they time changes (bench_metric once called a helper the metric had dropped). Figures are not
+checked against targets here: speed is reported by the benchmarks, never asserted by tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _run(script: str, *arguments: str) -> None:
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), *arguments], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{script} failed:\n{done.stderr[-3000:]}"
+
+
+def test_bench_metric_runs_and_reports_its_split(tmp_path):
+    out = tmp_path / "bench_metric.json"
+    _run("bench_metric.py", "--rows", "1", "--views", "2", "--resolution", "32", "--streams", "0", "--out", str(out))
+    figures = json.loads(out.read_text())
+    assert figures["renders_per_row"] == 8 and figures["alexnet_images_per_row"] == 16
+    assert set(figures["stage_cpu_s"]) == {"renders", "alexnet", "full_row", "comparisons"}
+    assert figures["full_over_floor_cpu"] > 0 and len(figures["overall_scores"]) == 5
+
+
+def test_bench_foreign_mesh_runs_and_keeps_the_ladder(tmp_path):
+    out = tmp_path / "bench_foreign_mesh.json"
+    _run("bench_foreign_mesh.py", "--views", "4", "--resolution", "64", "--part", "neck", "--out", str(out))
+    report = json.loads(out.read_text())["neck"]
+    assert {"anny", "same triangles", "subdivided", "clustered 2 mm", "decimated 50%"} <= set(report)
+    assert report["subdivided"]["in_order"] and report["anny"]["in_order"]
