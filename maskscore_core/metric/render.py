@@ -98,6 +98,12 @@ def _has_cuda() -> bool:
 
 
 _variant_lock = threading.Lock()
+# One Mitsuba render at a time in the process, whatever the scene: Dr.Jit's LLVM backend runs
+# each launch on its own thread pool anyway. Two scenes rendered from two Python threads at once
+# (a reference scene on the scorer's pool while a foreign mesh's scene rendered on the caller's
+# thread) were seen to fail inside `mi.render` ("error while performing a custom differentiable
+# operation") and a test run to abort there.
+_RENDER_LOCK = threading.Lock()
 
 
 @functools.cache
@@ -255,7 +261,7 @@ class _Scene:
         self.near_offset = np.stack(
             [config.near_clip / (pixel_ray_directions(p, config.fov_deg, width, height) @ _forward(p)) for p in poses]
         ).astype(np.float32)
-        self.lock = threading.Lock()
+        self.lock = _RENDER_LOCK
 
     def render(self, vertices: np.ndarray) -> RenderResult:
         import mitsuba as mi

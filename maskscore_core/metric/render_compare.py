@@ -544,7 +544,7 @@ class RenderCompare:
         change, a, b = prepared.b_change, prepared.a, prepared.b
         follow, rest, references, halfway = {}, {}, dict(prepared.references), dict(prepared.halfway)
         depth_b = b.depth
-        if cand.render is None:  # depth maps cannot be aligned: compare with B as it is (same exponent)
+        if cand.normals is None:  # depth maps cannot be aligned: compare with B as it is (same exponent)
             depth_b, references["depth_l1"] = self._b_as_is(prepared)
             halfway["depth_l1"] *= references["depth_l1"] / max(prepared.references["depth_l1"], FLOOR * SCALES["depth_l1"])
         # Per pixel on the regions' pixels only (the same numbers, less work), picked by index:
