@@ -44,9 +44,10 @@ def test_one_thread_pins_numpys_and_scipys_blas_to_one_thread():
         "with threads.one_thread():\n"
         "    inside = [i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']\n"
         "after = [i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']\n"
-        "print(inside, after)\n"
+        "import json\n"
+        "print(json.dumps([inside, after]))\n"
     )
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}  # as on a machine with two cores or more
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
-    inside, after = json.loads("[" + done.stdout.strip().replace("] [", "], [") + "]")
+    inside, after = json.loads(done.stdout)
     assert inside and set(inside) == {1} and set(after) == {1}

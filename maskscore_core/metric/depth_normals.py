@@ -13,9 +13,8 @@ foreign mesh with references whose normals are read the same way.
 Per pixel, along each image axis, the differences to both neighbours are blended, the one whose
 depth is nearer this pixel's weighted more (`_difference`): across an outline or an occlusion
 edge the other side belongs to another surface. A pixel with no covered neighbour along an axis
-faces the camera. The
-normal is turned to face the camera; background pixels read (0, 0, 0), as Mitsuba's
-`sh_normal` pass does.
+faces the camera. The normal is turned to face the camera; background pixels read (0, 0, 0), as
+Mitsuba's `sh_normal` pass does.
 """
 
 from __future__ import annotations

@@ -191,7 +191,6 @@ def motion_size(frame: HeadFrame, before: np.ndarray, after: np.ndarray) -> floa
     return float(np.sqrt((moved**2).sum(axis=1).mean()))
 
 
-
 # -- meshes of their own topology ---------------------------------------------------------------
 # A mesh from an image-to-3D model has no ANNY vertices to fit the model above on. Its head's
 # motion is found on its surface instead: the rigid motion that lays frame A's skull (hair region

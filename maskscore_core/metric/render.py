@@ -261,7 +261,6 @@ class _Scene:
         self.near_offset = np.stack(
             [config.near_clip / (pixel_ray_directions(p, config.fov_deg, width, height) @ _forward(p)) for p in poses]
         ).astype(np.float32)
-        self.lock = _RENDER_LOCK
 
     def render(self, vertices: np.ndarray) -> RenderResult:
         import mitsuba as mi
@@ -271,7 +270,7 @@ class _Scene:
         shown = faces_in_view(vertices, self.faces, self.poses, self.fov_deg, self.near_clip, self.width, self.height)
         if len(shown) == 0:
             shown = np.zeros(1, dtype=np.int64)  # nothing in view: one face, which no ray hits
-        with self.lock:
+        with _RENDER_LOCK:
             self.params[self.position_key] = mi.Float(flat)
             self.params[self.normal_key] = mi.Float(normals)  # both keys: Mitsuba keeps our normals
             self.params[self.faces_key] = mi.UInt32(np.ascontiguousarray(self.faces[shown], dtype=np.uint32).ravel())

@@ -449,7 +449,7 @@ class RenderCompare:
             prepared, a=a, b=b, lpips_a=lpips_features[0], lpips_b=lpips_features[1], ssim_a=ssim_references[0],
             ssim_b=ssim_references[1], b_change={**prepared.b_change, **change},
             references={**prepared.references, **references}, halfway={**prepared.halfway, **halfway},
-            lazy={"inside_lpips": inside_lpips, "middle": middle},
+            lazy={"inside_lpips": inside_lpips},
         )  # fmt: skip
         if skull is not None:  # its candidates' heads are laid onto frame A's by the skull's surface
             surface.lazy["skull"] = skull
