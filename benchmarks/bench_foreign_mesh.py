@@ -3,10 +3,12 @@
 The ladder of tests/test_render_compare.py (per part: 1 frame B, 2 half the edit, 3 a fifth,
 4 another part edited, 5 another subject with B's expression) is scored with the candidates on
 ANNY's topology, then as meshes of their own topology (`metric.foreign_mesh`): the same
-triangles, one midpoint subdivision, vertex clustering at 2 mm and 4 mm (`body.remesh`). Prints
-each ladder, the largest gap to ANNY's topology per dimension over rungs 1-4 (rung 5 is moved
-onto frame A's head only on ANNY's topology), whether each ladder keeps its order on overall, and
-seconds per candidate.
+triangles, one midpoint subdivision, vertex clustering at 2 mm and 4 mm, quadric decimation to
+50 % and 20 % of the triangles (`body.remesh`), each taken both ways (`foreign_mesh.decode`):
+its own triangles rendered, and ANNY fitted to it from frame A's state. Prints each ladder, the
+largest gap to ANNY's topology per dimension over rungs 1-4 (rung 5 is moved onto frame A's head
+only on ANNY's topology), whether each ladder keeps its order on overall, and seconds per
+candidate (a fit included).
 
     .venv/bin/python benchmarks/bench_foreign_mesh.py --views 8 --resolution 128
 """
@@ -26,15 +28,21 @@ LADDER = {
     "neck": ({"bone:Neck1:1": 0.25, "bone:Neck2:1": 0.15}, {"jawOpen": 0.8}),
 }
 OTHER_SUBJECT = {"gender": 0.9, "weight": 0.8, "age": 0.3}
+# rendered: the mesh's own triangles on the views; fitted: ANNY fitted to it (`body.surface_fit`).
+DECODES = ("rendered", "fitted")
+
+
+def _state(actions=None, phenotype=None):
+    from maskscore_core.edits.calibration import edited_state
+
+    return edited_state(actions or {}, phenotype=phenotype, lower_arms=False)
 
 
 def _mesh(actions=None, phenotype=None):
     from maskscore_core.body.reference_mesh import get_reference_mesh
-    from maskscore_core.edits.calibration import edited_state
     from maskscore_core.plugin.records import Decoded
 
-    state = edited_state(actions or {}, phenotype=phenotype, lower_arms=False)
-    return Decoded(vertices=get_reference_mesh().vertices([state])[0])
+    return Decoded(vertices=get_reference_mesh().vertices([_state(actions, phenotype)])[0])
 
 
 def _remeshings():
@@ -54,15 +62,17 @@ def _remeshings():
 @click.option("--views", default=8, show_default=True)
 @click.option("--resolution", default=128, show_default=True)
 @click.option("--part", "parts", multiple=True, help="parts to run (default: all four)")
+@click.option("--remeshing", "remeshings", multiple=True, help="remeshings to run (default: all)")
+@click.option("--decode", "decodes", multiple=True, type=click.Choice(DECODES), help="how foreign meshes are taken (default: both)")
 @click.option("--out", type=click.Path(), help="also write the figures as JSON here")
-def main(views, resolution, parts, out):
+def main(views, resolution, parts, remeshings, decodes, out):
     import warp
 
     warp.config.quiet = True
     from maskscore_core.body import remesh
+    from maskscore_core.metric import foreign_mesh
     from maskscore_core.metric.render_compare import RenderCompare
     from maskscore_core.metric.views import ViewConfig
-    from maskscore_core.plugin.records import Decoded
 
     compare = RenderCompare(ViewConfig(count=views, resolution=resolution))
     report = {}
@@ -76,10 +86,15 @@ def main(views, resolution, parts, out):
         anny = compare.score(prepared, rungs)
         rows = {"anny": (anny, (time.perf_counter() - start) / len(rungs))}
         for name, how in _remeshings().items():
-            meshes = [how(*remesh.body_surface(r.vertices)) for r in rungs]
-            start = time.perf_counter()
-            scores = compare.score(prepared, [Decoded(vertices=v, faces=f) for v, f in meshes])
-            rows[name] = (scores, (time.perf_counter() - start) / len(rungs))
+            if remeshings and name not in remeshings:
+                continue
+            meshes = [foreign_mesh.check(*how(*remesh.body_surface(r.vertices))) for r in rungs]
+            for decode in decodes or DECODES:
+                start = time.perf_counter()
+                # fitted: ANNY fitted from frame A's state, as a modality plugin decodes a model's mesh
+                decoded = [foreign_mesh.decode(m, _state() if decode == "fitted" else None) for m in meshes]
+                scores = compare.score(prepared, decoded)
+                rows[f"{name}, {decode}"] = (scores, (time.perf_counter() - start) / len(rungs))
         click.echo(f"{part} ({views} views x {resolution} px): overall | instruction_following | consistency, rungs 1-5;"
                    " max |gap| to anny over rungs 1-4 (if, cons, overall); in order; s/candidate")  # fmt: skip
         report[part] = {}
@@ -87,7 +102,7 @@ def main(views, resolution, parts, out):
             figures = {d: [round(getattr(s, d), 3) for s in scores] for d in DIMENSIONS}
             gaps = {d: round(max(abs(getattr(s, d) - getattr(t, d)) for s, t in zip(scores[:4], anny[:4])), 3) for d in DIMENSIONS}
             ordered = all(x > y for x, y in zip(figures["overall"], figures["overall"][1:]))
-            click.echo(f"  {name:15s} {' '.join(f'{x:.3f}' for x in figures['overall'])} | "
+            click.echo(f"  {name:25s} {' '.join(f'{x:.3f}' for x in figures['overall'])} | "
                        f"{' '.join(f'{x:.3f}' for x in figures['instruction_following'])} | "
                        f"{' '.join(f'{x:.3f}' for x in figures['consistency'])}; "
                        f"gap {gaps['instruction_following']:.3f} {gaps['consistency']:.3f} {gaps['overall']:.3f}; "

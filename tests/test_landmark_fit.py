@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from maskscore_core.body import differentiable
 from maskscore_core.body.anny_model import get_body_model
 from maskscore_core.plugin.records import BodyState
 from maskscore_core.trials import landmark_fit as lf
@@ -48,7 +49,7 @@ def test_landmark_forward_equals_anny_full_forward():
     state = known_state()
     marks = lf.face_landmarks()
     full = body.vertices([state])[0][marks.vertex_ids]
-    fast = lf._landmark_points(
+    fast = differentiable.posed_points(
         body,
         torch.as_tensor(state.pose[None]),
         torch.as_tensor(state.translation[None]),

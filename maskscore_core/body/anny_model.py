@@ -147,6 +147,25 @@ class BodyModel:
         return self.forward(states)["vertices"]
 
 
+def chain_weights(body: BodyModel, chain: Sequence[str]) -> np.ndarray:
+    """(V, len(chain)) each vertex's skinning weight carried by each bone of `chain` (a bone's
+    weight counts for the nearest bone of the chain at or above it in the skeleton): how much of
+    a vertex turns with each of those bones."""
+    weights, bones = body.skinning()
+    parents = list(body.torch_model.bone_parents)
+    members = [body.bone_index(name) for name in chain]
+
+    def group(j):
+        while j is not None and j >= 0:
+            if j in members:
+                return members.index(j)
+            j = parents[j]
+        return -1
+
+    groups = np.array([group(j) for j in range(len(body.bone_names))])
+    return np.stack([(weights * (groups[bones] == k)).sum(axis=1) for k in range(len(members))], axis=1)
+
+
 @functools.cache
 def get_body_model() -> BodyModel:
     """One ANNY model per process (building it is the slow part, even with anny's cache)."""

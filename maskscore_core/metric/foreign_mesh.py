@@ -8,8 +8,16 @@ compared with the references' renders inside the part's pixels and outside, like
 part's pixels come from the references (a foreign mesh has no part labels). No point-set
 distance (Chamfer) is involved: every distance is the render-space one of `render_compare`.
 
-What a foreign mesh cannot have: head alignment (`head_motion` needs ANNY's vertices), so it is
-compared with frame B as given, like a depth map; and an appearance (no part per triangle).
+Two ways to take one (`decode`). Where frame A's body state is known (a modality plugin decoding
+a model's output for an edit instance), ANNY is fitted to the mesh (`body.surface_fit`) and the
+fit, a smooth surface with every thin part ANNY has, is what is rendered; what the fit does not
+explain is charged to consistency as the depth difference between the mesh's own render and the
+fit's (`render_compare`, "surface_residual"). Without a state (two files scored by `maskscore
+score`), the mesh's own triangles are rendered. Either way its normals are read from its depth
+and its head is laid onto frame A's by the skull's surface (`head_motion.align_surface_to_a`).
+A coarse mesh (decimated, large facets) is far from its ANNY scores the second way and close the
+first (docs/metric.md, "Meshes of any topology"). A foreign mesh carries no appearance (no part
+per triangle).
 
 One Mitsuba scene serves one topology; a few are kept (`SCENES_KEPT`), keyed by the view config
 and a digest of the faces, so a candidate whose vertices move over the same triangles reuses its
@@ -78,6 +86,24 @@ def check(vertices, faces, what: str = "mesh") -> ForeignMesh:
     except MeshFileError as err:
         raise ForeignMeshError(str(err)) from None
     return ForeignMesh(vertices=v, faces=f)
+
+
+def decode(mesh: ForeignMesh, start=None):
+    """The `records.Decoded` the metric compares for a mesh of its own topology: the reference
+    mesh fitted to it from `start` (frame A's `records.BodyState`) when one is given, carrying
+    the mesh as `surface`; otherwise the mesh's own vertices and triangles. Either is compared as
+    a mesh of its own topology (normals read from depth, head laid on by the skull's surface):
+    the fit's vertices slide along its surface where the actions cannot be told apart (a brow
+    raise and its neighbours), which interpolated normals would read as a change."""
+    from maskscore_core.plugin.records import Decoded
+
+    if start is None:
+        return Decoded(vertices=mesh.vertices, faces=mesh.faces)
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.body.surface_fit import fit_surface
+
+    fit = fit_surface(mesh.vertices, mesh.faces, start)
+    return Decoded(vertices=fit.vertices, faces=get_reference_mesh().faces, surface=mesh)
 
 
 def is_reference(mesh: ForeignMesh) -> bool:

@@ -259,8 +259,16 @@ def surface_head_motion(skull: SkullSurface, vertices: np.ndarray, faces: np.nda
 def align_surface_to_a(skull: SkullSurface, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, float]:
     """The mesh moved rigidly so that its head lies where frame A's is, and how far its head had
     moved (`surface_head_motion`); unmoved, bit for bit, when it had not."""
-    rotation, translation, size = surface_head_motion(skull, vertices, faces)
-    points = np.asarray(vertices, dtype=np.float64)
+    motion = surface_head_motion(skull, vertices, faces)
+    return undo_surface_motion(skull, motion, vertices), motion[2]
+
+
+def undo_surface_motion(skull: SkullSurface, motion: tuple, points: np.ndarray) -> np.ndarray:
+    """Points moved by the inverse of a `surface_head_motion` (R, t, size): what
+    `align_surface_to_a` does to the mesh it was measured on, for other points carried with it
+    (the surface a mesh was fitted to); unmoved, bit for bit, when nothing moved."""
+    rotation, translation, _size = motion
+    points = np.asarray(points, dtype=np.float64)
     if np.array_equal(rotation, np.eye(3)) and not translation.any():
-        return points, size
-    return (points - skull.centre - translation) @ rotation + skull.centre, size
+        return points
+    return (points - skull.centre - translation) @ rotation + skull.centre

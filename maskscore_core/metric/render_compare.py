@@ -44,7 +44,9 @@ alignment there.
 Distances (each a mean over the region's pixels of all views together): depth_l1 (capped per
 pixel at DEPTH_CAP), normal_l1, ssim (1 - SSIM of the normal maps), lpips (AlexNet v0.1 of the
 normal maps as [-1, 1] images), activation (instruction_following, face activations),
-appearance_l1 (shaded pictures, where all sides carry a look). docs/metric.md gives the numbers.
+appearance_l1 (shaded pictures, where all sides carry a look), surface_residual (consistency, a
+reference mesh fitted to a mesh of its own topology: the capped depth difference between the two
+renders, what the fit left unexplained). docs/metric.md gives the numbers.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ SCALES: dict[str, float] = {
     "activation": 0.1,
     "appearance_l1": 0.1,  # mean |RGB| difference of shaded pictures, colours in [0, 1]
     "head_motion": 0.005,  # metres: RMS motion of the head's vertices (a 1-degree turn ~1.7 mm)
+    "surface_residual": 0.02,  # metres, as depth_l1: a fitted mesh's depth against its surface's
 }
 # instruction_following's exponent e = log(1/2) / log(d(halfway, B) / d(A, B)), kept within these
 # bounds where the halfway mesh is no help (d(A, B) at render noise, or no closer to B than A is).
@@ -100,7 +103,7 @@ FLOOR = 1e-6
 DEPTH_CAP = 0.05  # metres
 WEIGHTS: dict[str, float] = {
     "depth_l1": 1.0, "normal_l1": 1.0, "ssim": 1.0, "lpips": 1.0, "activation": 1.0, "appearance_l1": 1.0,
-    "head_motion": 1.0,
+    "head_motion": 1.0, "surface_residual": 1.0,
 }  # fmt: skip
 # overall = consistency * (1 + instruction_following) / 2 (`overall_of`): the mean of the two,
 # less the part of the edit's credit that was bought with the rest of the picture.
@@ -112,8 +115,10 @@ NO_ALIGN_PARTS = ("neck",)
 # averaged, then the soft floor; overall = consistency * (1 + instruction_following) / 2 (issue 12
 # point 5). 4: meshes of their own topology compared with normals read from depth on every side
 # and their head laid onto frame A's by the skull's surface (issue 15 item 2); the scores of
-# reference-topology candidates are those of revision 3.
-METRIC_VERSION = 4
+# reference-topology candidates are those of revision 3. 5: a mesh of its own topology decoded
+# by a modality is ANNY fitted to it (`body.surface_fit`), what the fit leaves charged as
+# surface_residual; reference-topology scores unchanged.
+METRIC_VERSION = 5
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
 # distances["ref.<d>"] and ["half.<d>"]: d(A, B) and d(halfway, B) inside, what instruction_following
@@ -222,6 +227,7 @@ class Side:
     render_vertices: np.ndarray | None = None  # the validated vertices (before framing)
     appearance: object | None = None  # records.Appearance: its look, where the modality carries one
     head_motion: float | None = None  # how far its head was moved onto frame A's (metres, RMS)
+    surface_residual: float | None = None  # a fitted mesh's depth against the surface it was fitted to
 
 
 @attrs.frozen(eq=False)
@@ -311,6 +317,32 @@ class RenderCompare:
             return vertices, None
         aligned = head_motion.align_to_a(prepared.head_frame, vertices)
         return aligned, head_motion.motion_size(prepared.head_frame, vertices, aligned)
+
+    def _laid_onto_a(self, prepared: PreparedReference, candidate: Decoded, what: str):
+        """A mesh of its own topology with its head laid onto frame A's by the skull's surface
+        (where the part is aligned), how far that moved it, and the surface it was fitted to
+        (`Decoded.surface`, None for a mesh taken as it is) moved with it."""
+        mesh = foreign_mesh.check(candidate.vertices, candidate.faces, what)
+        surface = candidate.surface
+        if surface is not None:
+            surface = foreign_mesh.check(surface.vertices, surface.faces, f"{what}'s surface")
+        if "skull" not in prepared.lazy:
+            return candidate, None, surface
+        skull = prepared.lazy["skull"]
+        motion = head_motion.surface_head_motion(skull, mesh.vertices, mesh.faces)
+        candidate = attrs.evolve(candidate, vertices=head_motion.undo_surface_motion(skull, motion, mesh.vertices))
+        if surface is not None:
+            surface = attrs.evolve(surface, vertices=head_motion.undo_surface_motion(skull, motion, surface.vertices))
+        return candidate, motion[2], surface
+
+    def _surface_residual(self, side: Side, surface, framing: views.Framing) -> float:
+        """Mean capped depth difference between a fitted mesh's render and the render of the
+        surface it was fitted to, over the pixels either covers: what the fit did not explain."""
+        result = foreign_mesh.render(surface, self.view_config, framing)
+        covered = side.coverage | result.coverage
+        if not covered.any():
+            raise RenderCompareError("a fitted mesh and its surface cover no pixel")
+        return _masked_mean(_capped(np.abs(side.depth - result.depth)), covered)
 
     # -- references ---------------------------------------------------------------------------
     def prepare(self, ref_a: Decoded, ref_b: Decoded, part: str, framing: views.Framing | None = None, *,
@@ -494,14 +526,14 @@ class RenderCompare:
                 return self.lpips.features(_lpips_images([normals]))
 
             for i, candidate in enumerate(candidates):
-                vertices, motion = None, None
+                vertices, motion, surface = None, None, None
                 if isinstance(candidate, Decoded) and candidate.vertices is not None and candidate.faces is None:
                     vertices, motion = self._aligned(prepared, self.renderer.check(candidate.vertices, f"candidate {i}"))
-                elif isinstance(candidate, Decoded) and candidate.faces is not None and "skull" in prepared.lazy:
-                    mesh = foreign_mesh.check(candidate.vertices, candidate.faces, f"candidate {i}")
-                    aligned, motion = head_motion.align_surface_to_a(prepared.lazy["skull"], mesh.vertices, mesh.faces)
-                    candidate = attrs.evolve(candidate, vertices=aligned)
+                elif isinstance(candidate, Decoded) and candidate.faces is not None:
+                    candidate, motion, surface = self._laid_onto_a(prepared, candidate, f"candidate {i}")
                 side = attrs.evolve(self._side(candidate, f"candidate {i}", prepared.framing, vertices), head_motion=motion)
+                if surface is not None:
+                    side = attrs.evolve(side, surface_residual=self._surface_residual(side, surface, prepared.framing))
                 sides.append(side)
                 if side.normals is not None:
                     pending[i] = pool.submit(alexnet, side.normals)
@@ -564,6 +596,8 @@ class RenderCompare:
             rest["ssim"] = _beyond(_dissimilarity(torch.cat(to_a)), _pick(change["ssim"], outside_at))
         if cand.head_motion is not None:  # its head moved against the body, beyond frame B's
             rest["head_motion"] = max(0.0, cand.head_motion - (b.head_motion or 0.0))
+        if cand.surface_residual is not None:  # what ANNY fitted to a mesh did not explain of it
+            rest["surface_residual"] = cand.surface_residual
         return {"instruction_following": follow, "consistency": rest}, outside, (references, halfway)
 
     def _finish(self, prepared: PreparedReference, cand: Side, distances: dict, outside: np.ndarray,

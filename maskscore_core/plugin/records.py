@@ -287,6 +287,7 @@ class Decoded:
     activations: np.ndarray | None = attrs.field(default=None, eq=False)
     frames: tuple[np.ndarray, ...] | None = attrs.field(default=None, eq=False)
     faces: np.ndarray | None = attrs.field(default=None, eq=False)
+    surface: Any = attrs.field(default=None, eq=False)
     # The look of the mesh (albedo, light, backdrop) where the modality carries one; the metric
     # then also compares shaded pictures (maskscore_core.metric.appearance).
     appearance: Appearance | None = attrs.field(default=None, eq=False)

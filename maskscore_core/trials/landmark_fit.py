@@ -33,7 +33,8 @@ import attrs
 import numpy as np
 import torch
 
-from maskscore_core.body.anny_model import BodyModel, get_body_model
+from maskscore_core.body.anny_model import BodyModel, chain_weights, get_body_model
+from maskscore_core.body.differentiable import posed_points, rotation as rotation_of
 from maskscore_core.plugin.records import SOMA_BONES, BodyState
 
 ANNY68_SCHEME = "anny-68"
@@ -185,61 +186,6 @@ SPEAKINGFACES_CAMERA = PinholeCamera.from_diagonal_fov(768, 512, 78.0)
 
 # ---------------------------------------------------------------------------------------------
 # Forward model shared by projection and fitting
-
-
-def _rotation(rotvec: torch.Tensor) -> torch.Tensor:
-    """Axis-angle -> rotation via the matrix exponential: unlike Rodrigues' formula with its
-    zero-angle branch, it has a gradient at the identity, where every fit starts."""
-    x, y, z = rotvec.unbind(-1)
-    zero = torch.zeros_like(x)
-    skew = torch.stack([zero, -z, y, z, zero, -x, -y, x, zero], dim=-1).reshape(*rotvec.shape[:-1], 3, 3)
-    return torch.linalg.matrix_exp(skew)
-
-
-class _WithoutRestVertices:
-    """A view of the anny model whose rest-vertex step is skipped.
-
-    anny's rest model computes all 18k rest vertices before the rest bone poses; the fit needs
-    only 68 vertices, and that full step dominates each iteration (docs/speakingfaces.md, "The fit"). Running anny's
-    own `_get_cached_rest_model` on this view keeps the bone computation exactly anny's."""
-
-    def __init__(self, model) -> None:
-        self._model = model
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-    def get_rest_vertices(self, blendshape_coeffs):
-        return None
-
-
-def _landmark_points(body: BodyModel, states_pose, translation, phenotype, actions, ids) -> torch.Tensor:
-    """World positions (B, K, 3) of landmark vertices, differentiable in every argument.
-
-    Equal (to float64 rounding; tested) to anny's full forward restricted to `ids`: same
-    blendshape coefficients, same rest bones and forward kinematics, and linear blend skinning
-    of only the landmark vertices with anny's own weights.
-    """
-    model = body.torch_model
-    batch = states_pose.shape[0]
-    local = torch.zeros(batch, SOMA_BONES, 4, 4, dtype=torch.float64)
-    local[:, :, :3, :3] = _rotation(states_pose)
-    local[:, :, 3, 3] = 1.0
-    local[:, 0, :3, 3] = translation
-    pose_p, pheno_p, local_p, actions_p = model.get_tensor_inputs(local, phenotype, None, actions)
-    coeffs = model._get_phenotype_blendshape_coefficients(pheno_p, local_p, actions_p)
-    if model.bone_orientation == "cached":
-        rest_bones = type(model)._get_cached_rest_model(_WithoutRestVertices(model), coeffs)["rest_bone_poses"]
-    else:  # other anny bone orientations: the full (slower) rest model
-        rest_bones = model.get_rest_model(coeffs)["rest_bone_poses"]
-    transforms, _ = model.get_bone_transforms(pose_p, rest_bones)
-    transforms = transforms.expand(batch, -1, -1, -1)
-    rest = model.template_vertices[ids] + torch.einsum("bn,nkd->bkd", coeffs, model.blendshapes[:, ids])
-    rest = rest.expand(batch, -1, -1)
-    weights = model.vertex_bone_weights[ids]  # (K, J)
-    per_bone = transforms[:, model.vertex_bone_indices[ids]]  # (B, K, J, 4, 4)
-    moved = torch.einsum("bkjxy,bky->bkjx", per_bone[..., :3, :3], rest) + per_bone[..., :3, 3]
-    return (weights[None, ..., None] * moved).sum(dim=2)
 
 
 def _phenotype_tensors(body: BodyModel, phenotype: dict[str, float]) -> dict[str, torch.Tensor]:
@@ -431,7 +377,7 @@ class ViewLandmarks:
 def _anchor_points(body: BodyModel, pose, translation, phenotype, actions, anchors: MeshAnchors) -> torch.Tensor:
     """(B, K, 3) world positions of the anchored surface points."""
     ids = torch.as_tensor(anchors.vertex_ids.reshape(-1))
-    corners = _landmark_points(body, pose, translation, phenotype, actions, ids)
+    corners = posed_points(body, pose, translation, phenotype, actions, ids)
     corners = corners.reshape(corners.shape[0], len(anchors), 3, 3)
     return torch.einsum("bkcd,kc->bkd", corners, torch.as_tensor(anchors.weights, dtype=corners.dtype))
 
@@ -521,7 +467,7 @@ class LinearFace:
         shift = torch.zeros(3, dtype=rest.dtype)
         posed = rest * (1.0 - weights.sum(dim=1, keepdim=True))
         for b in range(len(LINEAR_BONES)):
-            local = _rotation(rotvecs[b])
+            local = rotation_of(rotvecs[b])
             # compose: x -> rotation (local (x - j) + j) + shift
             shift = rotation @ (joints[b] - local @ joints[b]) + shift
             rotation = rotation @ local
@@ -534,22 +480,8 @@ PHENOTYPE_STEP = 0.05
 
 
 def _chain_weights(body, anchors: MeshAnchors) -> np.ndarray:
-    """(K, 3) each anchored point's skinning weight carried by each of LINEAR_BONES (a bone's
-    weight counts for the nearest of them at or above it in the skeleton)."""
-    weights, bones = body.skinning()
-    parents = list(body.torch_model.bone_parents)
-    chain = [body.bone_index(name) for name in LINEAR_BONES]
-
-    def group(j):
-        while j is not None and j >= 0:
-            if j in chain:
-                return chain.index(j)
-            j = parents[j]
-        return -1
-
-    groups = np.array([group(j) for j in range(len(body.bone_names))])
-    per_vertex = np.stack([(weights * (groups[bones] == k)).sum(axis=1) for k in range(len(chain))], axis=1)
-    return np.einsum("kcb,kc->kb", per_vertex[anchors.vertex_ids], anchors.weights)
+    """(K, 3) each anchored point's skinning weight carried by each of LINEAR_BONES."""
+    return np.einsum("kcb,kc->kb", chain_weights(body, LINEAR_BONES)[anchors.vertex_ids], anchors.weights)
 
 
 def linear_face(phenotype: dict[str, float], anchors: MeshAnchors) -> LinearFace:

@@ -14,8 +14,8 @@ MODALITY = representation.MODALITY
 
 class Mesh(FileModality):
     """The body as ANNY's reference mesh; its look (vertex colours, light, backdrop) rides in the
-    .glb. Candidates may be meshes of any topology (.glb, .ply, .obj: a model's output), scored by
-    rendering their own triangles."""
+    .glb. Candidates may be meshes of any topology (.glb, .ply, .obj: a model's output), decoded by
+    fitting ANNY to them from frame A's state (`maskscore_core.body.surface_fit`)."""
 
     def encode(self, target, ctx):
         return representation.encode(target)
@@ -48,7 +48,8 @@ def register_modalities(register):
 
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
-    return representation.decode(asset)
+    # A mesh of its own topology (a model's output) is decoded by fitting ANNY to it from frame A.
+    return representation.decode(asset, instance.a.state if instance is not None else None)
 
 
 @hookimpl

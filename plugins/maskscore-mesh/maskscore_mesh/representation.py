@@ -46,13 +46,14 @@ def encode(target: Target) -> Asset:
     return Asset(modality=MODALITY, data=vertices, meta={"label": target.label, "appearance": target.state.appearance})
 
 
-def decode(asset: Asset) -> Decoded:
+def decode(asset: Asset, start=None) -> Decoded:
     """A mesh asset decodes to itself once its vertices pass the reference-mesh check; a mesh of
-    its own topology to its vertices and faces once they pass `foreign_mesh.check`."""
+    its own topology, once it passes `foreign_mesh.check`, to ANNY fitted to it from `start`
+    (frame A's body state), or to its own vertices and faces without one (`foreign_mesh.decode`)."""
     if asset.data is None:
         raise MeshFileError(f"mesh asset {asset.path or asset.meta.get('label', '?')!r} holds no vertices")
     if isinstance(asset.data, foreign_mesh.ForeignMesh):
-        return decode_foreign(asset)
+        return decode_foreign(asset, start)
     vertices = get_reference_mesh().check(asset.data, what=f"mesh {asset.path or asset.meta.get('label', '')}".strip())
     look = asset.meta.get("appearance")
     if look is not None and not isinstance(look, Appearance):
@@ -61,16 +62,16 @@ def decode(asset: Asset) -> Decoded:
     return Decoded(vertices=vertices, appearance=look)
 
 
-def decode_foreign(asset: Asset) -> Decoded:
+def decode_foreign(asset: Asset, start=None) -> Decoded:
     """A ForeignMesh asset: on the reference topology after all, the reference mesh (scored with
-    head alignment); otherwise its own vertices and triangles."""
+    head alignment); otherwise fitted from `start`, or its own vertices and triangles."""
     what = f"mesh {asset.path or asset.meta.get('label', '')}".strip()
     mesh = foreign_mesh.check(asset.data.vertices, asset.data.faces, what)
     if asset.meta.get("appearance") is not None:
         raise MeshFileError(f"{what}: a mesh of its own topology carries no appearance (no part per triangle)")
     if foreign_mesh.is_reference(mesh):
         return Decoded(vertices=get_reference_mesh().check(mesh.vertices, what))
-    return Decoded(vertices=mesh.vertices, faces=mesh.faces)
+    return foreign_mesh.decode(mesh, start)
 
 
 def write(vertices: np.ndarray, path: Path, look: Appearance | None = None) -> Path:

@@ -65,8 +65,10 @@ def test_a_mesh_of_any_topology_is_read_written_and_decoded(ctx, tmp_path, suffi
     box.export(tmp_path / f"box{suffix}")
     asset = plugins.call("read_asset", MODALITY, modality=MODALITY, value=f"box{suffix}", root=tmp_path, ctx=ctx)
     assert isinstance(asset.data, ForeignMesh) and len(asset.data.faces) == 12
-    decoded = plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=_instance(), ctx=ctx)
-    np.testing.assert_array_equal(decoded.faces, asset.data.faces)
+    # A box is no body: decoding fits ANNY from frame A, and there is no surface near its head.
+    with pytest.raises(ValueError, match="no surface near frame A's head") as caught:
+        plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=_instance(), ctx=ctx)
+    assert "\n" not in str(caught.value)
     value = plugins.call("write_asset", MODALITY, asset=asset, directory=tmp_path / "assets", name="box", ctx=ctx)
     assert value == "assets/box.glb"
     back = plugins.call("read_asset", MODALITY, modality=MODALITY, value=value, root=tmp_path, ctx=ctx)
@@ -92,9 +94,10 @@ def test_bad_meshes_of_any_topology_are_one_line_errors(ctx, tmp_path):
             plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, data), instance=_instance(), ctx=ctx)
 
 
-def test_a_remeshed_candidate_scores_like_its_anny_mesh(ctx):
-    """Through the render-compare scorer: frame B subdivided and vertex-clustered (2 mm) scores
-    within tests/test_foreign_mesh.py's tolerance of frame B on ANNY's topology."""
+def test_a_remeshed_candidate_is_decoded_by_fitting_anny_and_scores_like_its_anny_mesh(ctx):
+    """Through the render-compare scorer: frame B subdivided and vertex-clustered (2 mm), decoded
+    by fitting ANNY from frame A (the decoded mesh is a reference mesh carrying its surface),
+    score within tests/test_foreign_mesh.py's tolerance of frame B on ANNY's topology."""
     from maskscore_core.body import remesh
     from maskscore_core.metric.foreign_mesh import ForeignMesh
     from maskscore_core.plugin.records import Candidate
@@ -105,6 +108,9 @@ def test_a_remeshed_candidate_scores_like_its_anny_mesh(ctx):
     meshes = {"anny": b, "subdivided": ForeignMesh(*remesh.subdivide(*surface)),
               "clustered": ForeignMesh(*remesh.cluster(*surface, 0.002))}
     candidates = [Candidate(label=k, asset=Asset(MODALITY, v)) for k, v in meshes.items()]
+    decoded = plugins.call("decode_to_mesh", MODALITY, asset=candidates[1].asset, instance=instance, ctx=ctx)
+    assert np.array_equal(decoded.faces, get_reference_mesh().faces) and np.array_equal(decoded.surface.faces, meshes["subdivided"].faces)
+    assert decoded.vertices.shape == (get_reference_mesh().vertex_count, 3)
     anny, *remeshed = plugins.call("score", "render-compare", scorer="render-compare", instance=instance,
                                    candidates=candidates, ctx=ctx)
     for score in remeshed:
