@@ -34,6 +34,7 @@ import scipy.optimize
 
 from maskscore_core import threads
 from maskscore_core.body.anny_model import chain_weights, get_body_model
+from maskscore_core.metric.render import vertex_normals
 from maskscore_core.plugin.records import FACIAL_ACTIONS, BodyState
 
 FIT_BONES: tuple[str, ...] = ("Neck1", "Neck2", "Head")
@@ -259,8 +260,6 @@ def _surface(vertices: np.ndarray, faces: np.ndarray, near: np.ndarray, spacing:
     smoothly as it moves from one facet to the next."""
     from scipy.spatial import cKDTree
 
-    from maskscore_core.metric.render import vertex_normals
-
     corner_ids = faces
     corners = vertices[corner_ids]
     low, high = near.min(axis=0) - 0.05, near.max(axis=0) + 0.05
@@ -289,7 +288,6 @@ def _surface(vertices: np.ndarray, faces: np.ndarray, near: np.ndarray, spacing:
 
 def _vertex_normals(head: LinearHead, start: np.ndarray) -> np.ndarray:
     from maskscore_core.body.reference_mesh import get_reference_mesh
-    from maskscore_core.metric.render import vertex_normals
 
     reference = get_reference_mesh()
     return vertex_normals(start[: reference.anny_vertex_count], reference.body.faces)[head.ids]

@@ -39,6 +39,7 @@ from maskscore_core.body import meshio
 from maskscore_core.body.meshio import FORMATS, MeshFileError, check_extent, check_topology
 from maskscore_core.metric import render as renderer
 from maskscore_core.metric.views import camera_poses
+from maskscore_core.plugin.records import Decoded
 
 SCENES_KEPT = 4
 
@@ -95,8 +96,6 @@ def decode(mesh: ForeignMesh, start=None):
     a mesh of its own topology (normals read from depth, head laid on by the skull's surface):
     the fit's vertices slide along its surface where the actions cannot be told apart (a brow
     raise and its neighbours), which interpolated normals would read as a change."""
-    from maskscore_core.plugin.records import Decoded
-
     if start is None:
         return Decoded(vertices=mesh.vertices, faces=mesh.faces)
     from maskscore_core.body.reference_mesh import get_reference_mesh
