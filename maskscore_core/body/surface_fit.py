@@ -34,6 +34,7 @@ import scipy.optimize
 
 from maskscore_core import threads
 from maskscore_core.body.anny_model import chain_weights, get_body_model
+from maskscore_core.metric.head_motion import rotation_matrix
 from maskscore_core.metric.render import vertex_normals
 from maskscore_core.plugin.records import FACIAL_ACTIONS, BodyState
 
@@ -102,8 +103,6 @@ class LinearHead:
         """(R, t, dt/dshape) of T_1 ... T_b for each fitted bone b, about the joints where the
         shape puts them (a phenotype moves the joints; a turn about the wrong joint misplaces
         the head by millimetres)."""
-        from maskscore_core.metric.head_motion import rotation_matrix
-
         joints = self.joints + np.einsum("s,sbd->bd", shape, self.joint_shapes)
         rotation, shift, moved, chain = np.eye(3), np.zeros(3), np.zeros((3, len(shape))), []
         for b in range(len(FIT_BONES)):
@@ -236,8 +235,6 @@ def _world_rotation(pose: np.ndarray, parents: list, bone: int) -> np.ndarray:
     """A bone's rotation in world axes: the product of its chain's local rotations, root first
     (SOMA rotations are in world axes at rest; anny's bone poses also hold each bone's rest
     orientation, so they are not this)."""
-    from maskscore_core.metric.head_motion import rotation_matrix
-
     rotation = np.eye(3)
     while bone is not None and bone >= 0:
         rotation = rotation_matrix(pose[bone]) @ rotation
@@ -315,34 +312,35 @@ def fit_surface(vertices: np.ndarray, faces: np.ndarray, start: BodyState,
         np.full(rotations, config.rotation_prior),
     ]))  # fmt: skip
 
+    last: dict = {}
+
     def pairs(x: np.ndarray):
         """Each head vertex's nearest surface sample at x (its point and normal) and how much the
-        pair counts: the cosine of their normals, squared, 0 where they face apart."""
-        _distance, nearest = surface.tree.query(head.points(x))
-        normals = surface.normals[nearest]
-        weight = np.clip(np.einsum("kd,kd->k", model_normals, normals), 0.0, 1.0)
-        if not weight.any():
-            raise SurfaceFitError("no vertex of frame A's head faces the mesh's surface")
-        return surface.points[nearest], normals, weight
+        pair counts: the cosine of their normals, squared, 0 where they face apart. The last x's
+        are kept: least squares asks for the residuals and the Jacobian at the same x."""
+        key = x.tobytes()
+        if key not in last:
+            _distance, nearest = surface.tree.query(head.points(x))
+            normals = surface.normals[nearest]
+            weight = np.clip(np.einsum("kd,kd->k", model_normals, normals), 0.0, 1.0)
+            if not weight.any():
+                raise SurfaceFitError("no vertex of frame A's head faces the mesh's surface")
+            last.clear()
+            last[key] = (surface.points[nearest], normals, weight)
+        return last[key]
 
-    def problem():
-        """Residuals (point-to-plane, mm, then the priors) and their Jacobian, the pairs re-found
-        at every x."""
+    def residuals(x):
+        """Point-to-plane distances (mm) to the pairs re-found at x, then the priors."""
+        targets, normals, weight = pairs(x)
+        plane = weight * np.einsum("kd,kd->k", head.points(x) - targets, normals) * MM
+        return np.concatenate([plane, priors * (x - head.origin)])
 
-        def residuals(x):
-            targets, normals, weight = pairs(x)
-            plane = weight * np.einsum("kd,kd->k", head.points(x) - targets, normals) * MM
-            return np.concatenate([plane, priors * (x - head.origin)])
-
-        def jacobian(x):
-            _targets, normals, weight = pairs(x)
-            plane = (weight[:, None] * MM) * np.einsum("kdn,kd->kn", head.jacobian(x), normals)
-            return np.concatenate([plane, np.diag(priors)])
-
-        return residuals, jacobian
+    def jacobian(x):
+        _targets, normals, weight = pairs(x)
+        plane = (weight[:, None] * MM) * np.einsum("kdn,kd->kn", head.jacobian(x), normals)
+        return np.concatenate([plane, np.diag(priors)])
 
     start_x = np.clip(head.origin, lower, upper)
-    residuals, jacobian = problem()
 
     def refine(x: np.ndarray):
         return scipy.optimize.least_squares(residuals, x, jac=jacobian, bounds=(lower, upper), method="trf", loss="cauchy",
@@ -391,8 +389,6 @@ def _state_of(start: BodyState, head: LinearHead, x: np.ndarray) -> BodyState:
     rotation turned into the bone's local axis-angle (SOMA rotations are in world axes at rest,
     so a bone's world rotation is its parents' times its own: L' = P^T W P L)."""
     from scipy.spatial.transform import Rotation
-
-    from maskscore_core.metric.head_motion import rotation_matrix
 
     body = get_body_model()
     actions, phenotype = x[:FACIAL_ACTIONS], x[FACIAL_ACTIONS : len(head.shapes)]
