@@ -258,7 +258,9 @@ def test_bad_files_are_one_line_errors(tmp_path):
 
 def test_maskscore_score_takes_mesh_files_of_any_topology(tmp_path):
     """`maskscore score` (no mesh plugin: the core's mesh files): a remeshed frame B as .obj and
-    .ply scores close to frame B itself; a frame A of another topology is a one-line error."""
+    .ply scores close to frame B itself; as .glb (the mesh plugin's files, when installed) it
+    scores exactly as the .obj (its own triangles: no one knows frame A's state to fit from); a
+    frame A of another topology is a one-line error."""
     import json
 
     from click.testing import CliRunner
@@ -271,6 +273,7 @@ def test_maskscore_score_takes_mesh_files_of_any_topology(tmp_path):
     meshio.write_mesh(tmp_path / "b.ply", b.vertices)
     sub = foreign(b, "subdivided")
     foreign_mesh.write(tmp_path / "sub.obj", foreign_mesh.check(sub.vertices, sub.faces))
+    foreign_mesh.write(tmp_path / "sub.glb", foreign_mesh.check(sub.vertices, sub.faces))
     clustered = foreign(b, "clustered 2 mm")
     foreign_mesh.write(tmp_path / "clustered.ply", foreign_mesh.check(clustered.vertices, clustered.faces))
     args = ["score", "--views", "4", "--resolution", "96", "--part", "mouth", "--frame-a", str(tmp_path / "a.ply"),
@@ -278,6 +281,12 @@ def test_maskscore_score_takes_mesh_files_of_any_topology(tmp_path):
     result = CliRunner().invoke(main, [*args, str(tmp_path / "b.ply"), str(tmp_path / "sub.obj"), str(tmp_path / "clustered.ply")])
     assert result.exit_code == 0, result.output
     exact, *remeshed = json.loads(result.stdout)["candidates"]
+    as_glb = CliRunner().invoke(main, [*args, str(tmp_path / "sub.glb")])
+    assert as_glb.exit_code == 0, as_glb.output
+    (glb,) = json.loads(as_glb.stdout)["candidates"]
+    assert glb["distances"].keys() == remeshed[0]["distances"].keys()  # no fit: no surface_residual
+    for dimension in ("instruction_following", "consistency", "overall"):
+        assert glb[dimension] == pytest.approx(remeshed[0][dimension], abs=1e-5)  # .glb holds float32
     for other in remeshed:
         for dimension in ("instruction_following", "consistency", "overall"):
             assert abs(other[dimension] - exact[dimension]) <= TOLERANCE

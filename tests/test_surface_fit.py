@@ -91,6 +91,33 @@ def test_a_mesh_away_from_the_head_is_one_line_error():
         surface_fit.fit_surface(far.vertices, far.faces, start)
 
 
+def test_scrambled_faces_are_one_line_error_not_exhausted_memory():
+    """Faces shifted by one index join vertices across the body into long overlapping slivers:
+    sampling them at 1.5 mm would take tens of gigabytes; the fit refuses them in one line."""
+    start = state()
+    mesh = surface(start)
+    with pytest.raises(surface_fit.SurfaceFitError, match=r"take [\d,]+ samples at 1.5 mm, more than") as caught:
+        surface_fit.fit_surface(mesh.vertices, (mesh.faces + 1) % len(mesh.vertices), start)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_backdrop_is_sampled_only_near_the_head():
+    """Two 4 m triangles behind the head (a backdrop in a model's scene) are cut to the head's
+    region and sampled there as densely as any triangle, not over their whole area."""
+    head = surface_fit.linear_head(state()).base
+    z = head[:, 2].min() - 0.02
+    plane = np.array([[-2.0, -1.0, z], [2.0, -1.0, z], [2.0, 3.0, z], [-2.0, 3.0, z]])
+    sampled = surface_fit._surface(plane, np.array([[0, 1, 2], [0, 2, 3]]), head, 0.0015)
+    low, high = head.min(axis=0) - 0.05, head.max(axis=0) + 0.05
+    assert len(sampled.points) < surface_fit.MAX_SAMPLES / 4
+    assert np.all(sampled.points[:, :2] >= low[:2] - surface_fit.SPLIT_EDGE_M)
+    assert np.all(sampled.points[:, :2] <= high[:2] + surface_fit.SPLIT_EDGE_M)
+    x, y = np.meshgrid(np.linspace(low[0], high[0], 40), np.linspace(low[1], high[1], 40))
+    queries = np.stack([x.ravel(), y.ravel(), np.full(x.size, z)], axis=1)
+    assert sampled.tree.query(queries)[0].max() <= 0.0015
+    np.testing.assert_allclose(np.abs(sampled.normals[:, 2]), 1.0)
+
+
 def test_what_the_fit_leaves_is_charged_to_consistency():
     """A fitted candidate carries its surface: frame A's own surface scores consistency ~1 with
     surface_residual ~0; the same surface cut off at the chin (a head-only model output) is

@@ -44,10 +44,17 @@ CARRIED = 0.5
 PHENOTYPE_STEP = 0.05
 MM = 1000.0  # residuals in millimetres: the priors and the Cauchy reach read in familiar units
 HEADS_KEPT = 8
+# The surface is sampled near the head only: triangles longer than SPLIT_EDGE_M (a backdrop, a
+# scrambled mesh) are cut to the region first, and a region needing more than MAX_PIECES pieces
+# or MAX_SAMPLES samples (over ten times a head's at the default spacing) is refused rather than
+# exhausting memory.
+SPLIT_EDGE_M = 0.25  # about a head's size; no remeshing of a body tried has triangles this long
+MAX_PIECES = 2_000_000
+MAX_SAMPLES = 4_000_000
 
 
 class SurfaceFitError(ValueError):
-    """A surface ANNY cannot be fitted to (no surface near the head)."""
+    """A surface ANNY cannot be fitted to (none near the head, or far more than a head's)."""
 
 
 @attrs.frozen
@@ -249,25 +256,58 @@ class _Surface:
     tree: object  # scipy cKDTree of the samples
 
 
+def _near(corners: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Which triangles' bounding boxes meet the box [low, high]."""
+    return np.all((corners.max(axis=1) >= low) & (corners.min(axis=1) <= high), axis=1)
+
+
+def _split_large(corners: np.ndarray, normals: np.ndarray, low: np.ndarray, high: np.ndarray):
+    """Triangles longer than SPLIT_EDGE_M cut into four at their edge midpoints (normals
+    interpolated alike) until none is, keeping only the pieces that meet the box: a triangle
+    that spans far beyond the head (a backdrop, scrambled faces) is sampled only near it."""
+    done_corners, done_normals = [], []
+    while len(corners):
+        longest = np.max(np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2), axis=1)
+        small = longest <= SPLIT_EDGE_M
+        done_corners.append(corners[small])
+        done_normals.append(normals[small])
+        corners, normals = corners[~small], normals[~small]
+        if 4 * len(corners) > MAX_PIECES:
+            raise SurfaceFitError(f"the mesh has {len(corners):,} triangles near frame A's head longer than"
+                                  f" {SPLIT_EDGE_M * 100:.0f} cm still to cut, more than a head's surface can hold"
+                                  " (overlapping or scrambled faces?)")  # fmt: skip
+        pieces = []
+        for mesh_corners in (corners, normals):
+            a, b, c = mesh_corners[:, 0], mesh_corners[:, 1], mesh_corners[:, 2]
+            ab, bc, ca = (a + b) / 2, (b + c) / 2, (c + a) / 2
+            pieces.append(np.concatenate([np.stack(t, axis=1) for t in ((a, ab, ca), (ab, b, bc), (ca, bc, c), (ab, bc, ca))]))
+        keep = _near(pieces[0], low, high)
+        corners, normals = pieces[0][keep], pieces[1][keep]
+    return np.concatenate(done_corners), np.concatenate(done_normals)
+
+
 def _surface(vertices: np.ndarray, faces: np.ndarray, near: np.ndarray, spacing: float) -> _Surface:
     """Samples of the triangles near the head (within 5 cm of `near`'s bounding box), on a
     barycentric grid fine enough that no sample is farther than `spacing` from the next, with
     the vertex normals interpolated across each triangle (Phong): a coarse mesh's facets then
     stand for the smooth surface they approximate, and a vertex's distance to the surface changes
-    smoothly as it moves from one facet to the next."""
+    smoothly as it moves from one facet to the next. Large triangles are cut to the region first
+    (`_split_large`); a surface that would take more than MAX_SAMPLES samples is an error."""
     from scipy.spatial import cKDTree
 
-    corner_ids = faces
-    corners = vertices[corner_ids]
+    corners = vertices[faces]
     low, high = near.min(axis=0) - 0.05, near.max(axis=0) + 0.05
     area = np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
-    keep = np.all((corners.max(axis=1) >= low) & (corners.min(axis=1) <= high), axis=1) & (area > 0)
+    keep = _near(corners, low, high) & (area > 0)
     if not keep.any():
         raise SurfaceFitError("the mesh has no surface near frame A's head")
-    corner_ids, corners = corner_ids[keep], corners[keep]
-    corner_normals = vertex_normals(vertices, faces)[corner_ids]  # (F, 3, 3)
+    corners, corner_normals = _split_large(corners[keep], vertex_normals(vertices, faces)[faces[keep]], low, high)
     longest = np.max(np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2), axis=1)
     divisions = np.maximum(1, np.ceil(longest / spacing).astype(np.int64))
+    samples = int(np.sum((divisions + 1) * (divisions + 2) // 2))
+    if samples > MAX_SAMPLES:
+        raise SurfaceFitError(f"the mesh's {len(corners):,} triangles near frame A's head take {samples:,} samples at"
+                              f" {spacing * 1000:.1f} mm, more than {MAX_SAMPLES:,} (overlapping or scrambled faces?)")  # fmt: skip
     points, point_normals = [], []
     for n in np.unique(divisions):
         group = divisions == n

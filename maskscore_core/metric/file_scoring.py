@@ -12,6 +12,9 @@ one array named after it, or a .json file holding {"<modality>": [numbers]} (a p
 There is no edit instance on disk here, so frames A and B are decoded like the candidates, and
 the instance the decoders receive holds ANNY's default body (every phenotype value 0.5) at rest:
 keypoints move its surface, a pose moves its bones, speech, text and face captures move its face.
+A mesh of its own topology gets no instance: nobody says what frame A's body state is, so its own
+triangles are rendered (`foreign_mesh.decode` without a start), and frames A and B must be on the
+reference topology, which is checked before anything is decoded.
 Sequence modalities get a timeline as long as the longest file (frames, audio duration, or the
 spoken length of a transcript at 25 frames per second). A modality whose decoded frames carry no
 mesh (depth maps) needs frames A and B as meshes: the part's pixels come from a mesh render.
@@ -178,6 +181,10 @@ def score_files(frame_a, frame_b, part: str, candidates, ctx, modality: str | No
     frames = [Path(frame_a), Path(frame_b)]
     frame_modalities = [modality_of(p, cand_modality) for p in frames]
     read = [_read(p, m, ctx) for p, m in zip([*frames, *candidates], [*frame_modalities, *[cand_modality] * len(candidates)])]
+    for which, (asset, done), path in (("A", read[0], frames[0]), ("B", read[1], frames[1])):
+        own = done if asset is None else asset.data
+        if isinstance(own, foreign_mesh.ForeignMesh) and not foreign_mesh.is_reference(own):
+            _not_reference(which, path, len(own.vertices), len(own.faces))
     decoded = _decode(read, [*frame_modalities, *[cand_modality] * len(candidates)], part, ctx)
     ref_a, ref_b = decoded[:2]
     for which, ref, path in (("A", ref_a, frames[0]), ("B", ref_b, frames[1])):
@@ -185,9 +192,7 @@ def score_files(frame_a, frame_b, part: str, candidates, ctx, modality: str | No
             raise FileScoringError(f"frame {which} ({path}) decodes to no mesh, and the part's pixels come from a mesh render;"
                                    " give --frame-a and --frame-b as meshes (.glb)")  # fmt: skip
         if ref.faces is not None:
-            raise FileScoringError(f"frame {which} ({path}) is not on the reference topology ({len(ref.vertices)} vertices,"
-                                   f" {len(ref.faces)} triangles); the part's pixels come from the reference mesh's"
-                                   " triangles, so only candidates may be meshes of their own topology")  # fmt: skip
+            _not_reference(which, path, len(ref.vertices), len(ref.faces))
     scores = score_decoded(render_compare_of(ctx), part, ref_a, ref_b, decoded[2:])
     config = render_compare_of(ctx).view_config
     return {
@@ -205,10 +210,17 @@ def score_files(frame_a, frame_b, part: str, candidates, ctx, modality: str | No
     }  # fmt: skip
 
 
+def _not_reference(which: str, path: Path, vertices: int, faces: int):
+    raise FileScoringError(f"frame {which} ({path}) is not on the reference topology ({vertices} vertices,"
+                           f" {faces} triangles); the part's pixels come from the reference mesh's"
+                           " triangles, so only candidates may be meshes of their own topology")  # fmt: skip
+
+
 def _decode(read, modalities, part: str, ctx) -> list[Decoded]:
     """Each (asset, decoded) pair decoded, assets through their modality's decode_to_mesh on one
     neutral instance per modality: as long as the longest of its files (sequence modalities),
-    saying what frames A and B say (the first two files)."""
+    saying what frames A and B say (the first two files). A mesh of its own topology is decoded
+    with no instance (no state to fit ANNY from: module docstring)."""
     lengths: dict[str, int] = {}
     for (asset, _), m in zip(read, modalities):
         if asset is not None and plugins.modality(m).sequence:
@@ -218,6 +230,7 @@ def _decode(read, modalities, part: str, ctx) -> list[Decoded]:
         said = tuple(transcript_of(asset) if fm == m else "" for (asset, _), fm in zip(read[:2], modalities[:2]))
         instances[m] = neutral_instance(m, part, lengths.get(m, 1), said)
     return [
-        done if asset is None else plugins.call("decode_to_mesh", m, asset=asset, instance=instances[m], ctx=ctx)
+        done if asset is None else plugins.call("decode_to_mesh", m, asset=asset, ctx=ctx,
+                                                instance=None if isinstance(asset.data, foreign_mesh.ForeignMesh) else instances[m])
         for (asset, done), m in zip(read, modalities)
     ]

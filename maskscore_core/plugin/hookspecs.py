@@ -79,7 +79,9 @@ def decode_to_mesh(asset, instance, ctx):
 
     asset: `records.Asset` (dispatched on `asset.modality`); instance: the `records.EditInstance`
     it belongs to (for the subject and frame A, which partial assets such as keypoints are
-    applied to). Returns: `records.Decoded`.
+    applied to), or None for a mesh of its own topology (`foreign_mesh.ForeignMesh` data) that
+    `maskscore score` reads from a file, where no one knows frame A's state: decode it without
+    one. Returns: `records.Decoded`.
     """
 
 
