@@ -306,3 +306,8 @@ def test_maskscore_show_draws_a_mesh_of_its_own_topology():
     tile = decoded_tile(foreign(decoded, None), "mouth", 64, "candidate 1")
     np.testing.assert_array_equal(tile, get_renderer(_front_view(64)).render_rgb(decoded.vertices, 64, 64, 0))
     assert decoded_tile(foreign(decoded, "subdivided"), "mouth", 64, "candidate 2").shape == (64, 64, 3)
+    # ANNY fitted to a mesh (a state was known): the tile shows the mesh itself, not the fit.
+    surface = foreign(mesh({"jawOpen": 0.9}), "subdivided")
+    fitted = Decoded(vertices=decoded.vertices, faces=get_reference_mesh().faces,
+                     surface=foreign_mesh.check(surface.vertices, surface.faces))
+    np.testing.assert_array_equal(decoded_tile(fitted, "mouth", 64, "candidate 3"), decoded_tile(surface, "mouth", 64, "c"))

@@ -57,9 +57,10 @@ def _mesh_tile(vertices: np.ndarray, part: str, resolution: int) -> np.ndarray:
 
 
 def _foreign_tile(decoded: Decoded, resolution: int) -> np.ndarray:
-    """A mesh of its own topology (an image-to-3D model's output): its own triangles, shaded as
-    `Renderer.render_rgb` shades, without a part tint (it has no part labels)."""
-    result = foreign_mesh.render(foreign_mesh.check(decoded.vertices, decoded.faces), _front_view(resolution))
+    """A mesh of its own topology (an image-to-3D model's output): its own triangles (not the ANNY
+    fit the metric compares, `foreign_mesh.shown`), shaded as `Renderer.render_rgb` shades,
+    without a part tint (it has no part labels)."""
+    result = foreign_mesh.render(foreign_mesh.shown(decoded), _front_view(resolution))
     shade = 0.15 + 0.85 * np.clip(np.abs(result.normals[0] @ LIGHT_DIRECTION), 0.0, 1.0)
     rgb = np.where(result.coverage[0][..., None], shade[..., None] * SKIN_RGB, BACKGROUND_RGB)
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)

@@ -105,6 +105,15 @@ def decode(mesh: ForeignMesh, start=None):
     return Decoded(vertices=fit.vertices, faces=get_reference_mesh().faces, surface=mesh)
 
 
+def shown(decoded: Decoded, what: str = "mesh") -> ForeignMesh:
+    """The mesh a picture of a decoded mesh of its own topology shows (the contact sheet, a
+    judge model's views): the model's own surface where ANNY was fitted to it (`surface`), since
+    a picture is of the candidate, not of the metric's reading of it; else its vertices and faces."""
+    if decoded.surface is not None:
+        return decoded.surface
+    return check(decoded.vertices, decoded.faces, what)
+
+
 def is_reference(mesh: ForeignMesh) -> bool:
     """Whether the mesh is on the reference topology after all (then it is scored as one, with
     head alignment): the reference's or bare ANNY's vertex count and faces."""

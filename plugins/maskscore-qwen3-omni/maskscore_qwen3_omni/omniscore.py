@@ -100,7 +100,7 @@ def content_of(asset, instance, ctx, which: str) -> list:
         if decoded.faces is not None:  # a mesh of its own topology (pixal3d): drawn with its own triangles
             from maskscore_core.metric import foreign_mesh
 
-            pictures = _shaded(foreign_mesh.render(foreign_mesh.check(vertices, decoded.faces, which), config))
+            pictures = _shaded(foreign_mesh.render(foreign_mesh.shown(decoded, which), config))
         else:
             pictures = _shaded(get_renderer(config).render(np.asarray(vertices)))
     return [("text", f"{which} ({len(pictures)} views):"), *(("image", p) for p in pictures)]
