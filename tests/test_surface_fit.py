@@ -64,6 +64,12 @@ def test_frame_a_itself_fits_to_frame_a():
     fit = surface_fit.fit_surface(*attrs.astuple(surface(start)), start)
     assert np.abs(fit.vertices - get_reference_mesh().vertices([start])[0]).max() < 2e-4
     assert fit.rms_m < 1e-4
+    # Decoded again (an editor's check, the scorer, a contact sheet): the kept fit, read-only.
+    assert surface_fit.fit_surface(*attrs.astuple(surface(start)), start) is fit
+    assert not fit.vertices.flags.writeable
+    other_look = attrs.evolve(start, part_scale={"nose": 1.1})
+    assert surface_fit._fit_key(*attrs.astuple(surface(start)), other_look, surface_fit.SurfaceFitConfig()) != \
+        surface_fit._fit_key(*attrs.astuple(surface(start)), start, surface_fit.SurfaceFitConfig())
 
 
 @pytest.mark.parametrize(("edit", "fraction"), [({"jawOpen": 0.6, "bone:Neck1:1": 0.15}, 0.2), ({"browInnerUp": 1.0}, 0.5)])

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import json
 import threading
 
 import attrs
@@ -36,7 +37,7 @@ from maskscore_core import threads
 from maskscore_core.body.anny_model import chain_weights, get_body_model
 from maskscore_core.metric.head_motion import rotation_matrix
 from maskscore_core.metric.render import vertex_normals
-from maskscore_core.plugin.records import FACIAL_ACTIONS, BodyState
+from maskscore_core.plugin.records import FACIAL_ACTIONS, BodyState, converter
 
 FIT_BONES: tuple[str, ...] = ("Neck1", "Neck2", "Head")
 # A vertex is fitted when the fitted bones carry at least this much of it (the head and neck).
@@ -44,6 +45,7 @@ CARRIED = 0.5
 PHENOTYPE_STEP = 0.05
 MM = 1000.0  # residuals in millimetres: the priors and the Cauchy reach read in familiar units
 HEADS_KEPT = 8
+FITS_KEPT = 16
 # The surface is sampled near the head only: triangles longer than SPLIT_EDGE_M (a backdrop, a
 # scrambled mesh) are cut to the region first, and a region needing more than MAX_PIECES pieces
 # or MAX_SAMPLES samples (over ten times a head's at the default spacing) is refused rather than
@@ -332,15 +334,46 @@ def _vertex_normals(head: LinearHead, start: np.ndarray) -> np.ndarray:
 
 def fit_surface(vertices: np.ndarray, faces: np.ndarray, start: BodyState,
                 config: SurfaceFitConfig | None = None) -> SurfaceFit:
-    """ANNY fitted to the surface (module docstring), from `start` (frame A's state)."""
+    """ANNY fitted to the surface (module docstring), from `start` (frame A's state). The last
+    FITS_KEPT fits are kept: a model editor's output is decoded when the editor checks that it
+    decodes, again when it is scored, and again for a contact sheet, and a fit takes seconds."""
+    config = config or SurfaceFitConfig()
+    vertices, faces = np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64)
+    key = _fit_key(vertices, faces, start, config)
+    with _fits_lock:
+        if key in _fits:
+            _fits.move_to_end(key)
+            return _fits[key]
+    fit = _fit(vertices, faces, start, config)
+    fit.vertices.flags.writeable = False  # shared by every caller of the same fit
+    with _fits_lock:
+        _fits[key] = fit
+        while len(_fits) > FITS_KEPT:
+            _fits.popitem(last=False)
+    return fit
+
+
+_fits: collections.OrderedDict = collections.OrderedDict()
+_fits_lock = threading.Lock()
+
+
+def _fit_key(vertices: np.ndarray, faces: np.ndarray, start: BodyState, config: SurfaceFitConfig) -> str:
+    digest = hashlib.sha256()
+    for array in (vertices, faces):
+        digest.update(repr(array.shape).encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    digest.update(json.dumps(converter.unstructure(start), sort_keys=True).encode())
+    digest.update(repr(config).encode())
+    return digest.hexdigest()
+
+
+def _fit(vertices: np.ndarray, faces: np.ndarray, start: BodyState, config: SurfaceFitConfig) -> SurfaceFit:
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
-    config = config or SurfaceFitConfig()
     head = linear_head(start)
     body = get_body_model()
     model_normals = _vertex_normals(head, get_reference_mesh().vertices([start])[0])
-    surface = _surface(np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64), head.base,
-                       config.spacing_m)  # fmt: skip
+    surface = _surface(vertices, faces, head.base, config.spacing_m)
     labels = len(body.phenotype_names)
     phenotype = np.array([float(start.phenotype.get(name, 0.5)) for name in body.phenotype_names])
     rotations = 3 * len(FIT_BONES)

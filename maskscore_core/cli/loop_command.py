@@ -235,8 +235,8 @@ def markdown(figures: dict, out: Path) -> str:
                   " mean over its samples.", "",
                   f"Reward gain minus render-compare gain (reward hacking shows as a positive gap):"
                   f" {_ci(held['reward_minus_render_compare_gain'])}.", ""]
-    lines += [f"Training reward (reward model, SDE samples): {_fmt(rl.get('reward_first'))} at step 1 ->"
-              f" {_fmt(rl.get('reward_last'))} at step {rl.get('steps')}.", "", "## Stage 1", "",
+    lines += [f"Training reward (reward model, SDE samples), mean of the first and last {rl.get('reward_window')} of"
+              f" {rl.get('steps')} steps: {_fmt(rl.get('reward_start'))} -> {_fmt(rl.get('reward_end'))}.", "", "## Stage 1", "",
               f"Editor: {figures['editor']['steps']} steps on {figures['editor']['frames']} frames of"
               f" {figures['editor']['subjects']} subjects, final loss {_fmt(figures['editor']['final_loss'])}.", "",
               "## Curves", ""]
