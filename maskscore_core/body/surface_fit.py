@@ -48,11 +48,11 @@ HEADS_KEPT = 8
 FITS_KEPT = 16
 # The surface is sampled near the head only: triangles longer than SPLIT_EDGE_M (a backdrop, a
 # scrambled mesh) are cut to the region first, and a region needing more than MAX_PIECES pieces
-# or MAX_SAMPLES samples (over ten times a head's at the default spacing) is refused rather than
-# exhausting memory.
+# or MAX_SAMPLES samples (over twenty times ANNY's head at the default spacing) is refused
+# rather than exhausting memory.
 SPLIT_EDGE_M = 0.25  # about a head's size; no remeshing of a body tried has triangles this long
 MAX_PIECES = 2_000_000
-MAX_SAMPLES = 4_000_000
+MAX_SAMPLES = 8_000_000  # about 2.5 million fine triangles near the head (3 samples each)
 
 
 class SurfaceFitError(ValueError):
