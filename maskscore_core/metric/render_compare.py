@@ -274,11 +274,14 @@ class RenderCompare:
 
     # -- turning a Decoded into render space ------------------------------------------------
     def _side(self, decoded: Decoded, what: str, framing: views.Framing | None, vertices=None) -> Side:
-        """`decoded` in render space; `vertices` (already checked) replace its own when given."""
+        """`decoded` in render space; `vertices` (already checked, with its faces for a mesh of
+        its own topology) replace its own when given."""
         if not isinstance(decoded, Decoded):
             raise RenderCompareError(f"{what}: expected a records.Decoded, got {type(decoded).__name__}")
         if decoded.faces is not None:  # a mesh of its own topology: its own triangles rendered
-            result = foreign_mesh.render(foreign_mesh.check(decoded.vertices, decoded.faces, what), self.view_config, framing)
+            mesh = (foreign_mesh.check(decoded.vertices, decoded.faces, what) if vertices is None
+                    else foreign_mesh.ForeignMesh(vertices=vertices, faces=decoded.faces))  # fmt: skip
+            result = foreign_mesh.render(mesh, self.view_config, framing)
             normals = depth_normals(result.depth, result.coverage, self.view_config)  # not its triangles' shading
             return Side(result.depth, result.coverage, normals, activations=decoded.activations)
         if vertices is None and decoded.vertices is not None:
@@ -319,21 +322,21 @@ class RenderCompare:
         return aligned, head_motion.motion_size(prepared.head_frame, vertices, aligned)
 
     def _laid_onto_a(self, prepared: PreparedReference, candidate: Decoded, what: str):
-        """A mesh of its own topology with its head laid onto frame A's by the skull's surface
-        (where the part is aligned), how far that moved it, and the surface it was fitted to
-        (`Decoded.surface`, None for a mesh taken as it is) moved with it."""
+        """A mesh of its own topology, checked, with its head laid onto frame A's by the skull's
+        surface (where the part is aligned), how far that moved it, and the surface it was fitted
+        to (`Decoded.surface`, None for a mesh taken as it is) moved with it."""
         mesh = foreign_mesh.check(candidate.vertices, candidate.faces, what)
         surface = candidate.surface
         if surface is not None:
             surface = foreign_mesh.check(surface.vertices, surface.faces, f"{what}'s surface")
         if "skull" not in prepared.lazy:
-            return candidate, None, surface
+            return mesh, None, surface
         skull = prepared.lazy["skull"]
         motion = head_motion.surface_head_motion(skull, mesh.vertices, mesh.faces)
-        candidate = attrs.evolve(candidate, vertices=head_motion.undo_surface_motion(skull, motion, mesh.vertices))
+        mesh = attrs.evolve(mesh, vertices=head_motion.undo_surface_motion(skull, motion, mesh.vertices))
         if surface is not None:
             surface = attrs.evolve(surface, vertices=head_motion.undo_surface_motion(skull, motion, surface.vertices))
-        return candidate, motion[2], surface
+        return mesh, motion[2], surface
 
     def _surface_residual(self, side: Side, surface, framing: views.Framing) -> float:
         """Mean capped depth difference between a fitted mesh's render and the render of the
@@ -530,7 +533,8 @@ class RenderCompare:
                 if isinstance(candidate, Decoded) and candidate.vertices is not None and candidate.faces is None:
                     vertices, motion = self._aligned(prepared, self.renderer.check(candidate.vertices, f"candidate {i}"))
                 elif isinstance(candidate, Decoded) and candidate.faces is not None:
-                    candidate, motion, surface = self._laid_onto_a(prepared, candidate, f"candidate {i}")
+                    mesh, motion, surface = self._laid_onto_a(prepared, candidate, f"candidate {i}")
+                    candidate, vertices = attrs.evolve(candidate, faces=mesh.faces), mesh.vertices
                 side = attrs.evolve(self._side(candidate, f"candidate {i}", prepared.framing, vertices), head_motion=motion)
                 if surface is not None:
                     side = attrs.evolve(side, surface_residual=self._surface_residual(side, surface, prepared.framing))
