@@ -123,6 +123,28 @@ def machine_throughput(streams: int, rows: int, views: int, resolution: int, par
     }
 
 
+def machine_speed() -> dict:
+    """What this CPU does on one torch thread: its vector instruction set as torch sees it and a
+    float32 matrix product's rate. Rows/s move with both from machine to machine (AlexNet is
+    bound by the same arithmetic), so figures from two machines are compared through these."""
+    import torch
+
+    from maskscore_core import threads
+
+    with threads.one_thread():
+        a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+        for _ in range(3):
+            a @ b
+        spent = []
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(4):
+                a @ b
+            spent.append((time.perf_counter() - start) / 4)
+    return {"cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "sgemm_gflops_one_thread": round(2 * 1024**3 / float(np.median(spent)) / 1e9, 1)}
+
+
 def _recorded_work(compare, full_row) -> tuple[list, list]:
     """The meshes one full row renders and the image batches it runs through AlexNet, recorded
     while it runs (so the floor follows whatever the metric renders, with no list kept here)."""
@@ -225,8 +247,10 @@ def main(out_path, rows, views, resolution, part, streams):
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
     machine = machine_throughput(streams, rows, views, resolution, part) if streams else None
+    speed = machine_speed()
     figures = {
         "machine": machine,
+        "machine_speed": speed,
         "config": {"views": views, "resolution": resolution, "part": part, "rows": rows,
                    "candidates_per_row": len(decoded), "variant": compare.renderer.variant,
                    "torch_threads": torch.get_num_threads(), "machine": platform.machine(),
@@ -261,6 +285,7 @@ def main(out_path, rows, views, resolution, part, streams):
         ("full/floor CPU", figures["full_over_floor_cpu"], ""),
         *((f"CPU s {name}", value, "one row, one thread") for name, value in stages.items()),
         ("load avg 1 min", figures["load_average_1min"], ""),
+        ("sgemm GFLOPS", speed["sgemm_gflops_one_thread"], f"one thread, {speed['cpu_capability']}"),
         ("peak RSS (MB)", figures["peak_rss_mb"], "< 4096"),
     ]
     print(f"render-compare, {views} views x {resolution} px, {len(decoded)} candidates/row, {rows} rows")

@@ -24,6 +24,7 @@ def test_bench_metric_runs_and_reports_its_split(tmp_path):
     assert figures["renders_per_row"] == 8 and figures["alexnet_images_per_row"] == 16
     assert set(figures["stage_cpu_s"]) == {"renders", "alexnet", "full_row", "comparisons"}
     assert figures["full_over_floor_cpu"] > 0 and len(figures["overall_scores"]) == 5
+    assert figures["machine_speed"]["sgemm_gflops_one_thread"] > 0 and figures["machine_speed"]["cpu_capability"]
 
 
 def test_bench_foreign_mesh_runs_and_keeps_the_ladder(tmp_path):

@@ -255,7 +255,8 @@ def markdown(figures: dict, out: Path) -> str:
               help="Stage 1 steps; a small editor leaves RL room (docs/loop.md).")
 @click.option("--width", type=int, default=512, show_default=True, help="Editor MLP width.")
 @click.option("--reward-rows", type=options.ROWS, default=120, show_default=True, help="reward-train rows (3 per instance).")
-@click.option("--bench-rows", type=options.ROWS, default=90, show_default=True)
+@click.option("--bench-rows", type=options.ROWS, default=240, show_default=True,
+              help="Bench rows (3 per instance): its 80 instances of held-out subjects also give RL's before/after figures.")
 @click.option("--native-rows", type=options.ROWS, default=60, show_default=True, help="Rows of the native editor's bench.")
 @click.option("--native-train-rows", type=click.IntRange(min=0), default=240, show_default=True,
               help="reward-train rows of the native editor's samples (training subjects), added to the reward model's data.")
@@ -263,7 +264,8 @@ def markdown(figures: dict, out: Path) -> str:
 @click.option("--rl-rows", type=options.ROWS, default=320, show_default=True,
               help="rl-train rows (prompts); with 64 the policy fitted its prompts and gained little on held-out subjects (docs/loop.md).")
 @click.option("--rl-steps", type=options.STEPS, default=160, show_default=True)
-@click.option("--eval-instances", type=options.INSTANCES, default=32, show_default=True)
+@click.option("--eval-instances", type=options.INSTANCES, default=80, show_default=True,
+              help="Held-out instances of the bench scored before and after RL (30 gave intervals too wide to tell RL seeds apart).")
 @click.option("--eval-samples", type=options.INSTANCES, default=8, show_default=True,
               help="Samples per held-out instance before and after RL (the same noise in both).")
 @click.option("--rate-groups", type=options.INSTANCES, default=10, show_default=True, help="Bench groups timed for candidates/s.")

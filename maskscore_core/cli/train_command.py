@@ -101,8 +101,8 @@ def train_reward(data, out, seed, steps, save_every, lr, trainer, quiet):
 @_seed
 @_steps
 @click.option("--group", type=bounds.BATCH, default=None, help="Samples per prompt (default 12).")
-@click.option("--prompts", type=bounds.BATCH, default=None, help="Prompts per step (default 6).")
-@click.option("--eval-instances", type=bounds.INSTANCES, default=None, help="Held-out instances scored before/after (default 24).")
+@click.option("--prompts", type=bounds.BATCH, default=None, help="Prompts per step (default 12).")
+@click.option("--eval-instances", type=bounds.INSTANCES, default=None, help="Held-out instances scored before/after (default 80).")
 @click.option("--views", type=bounds.VIEWS, default=None, help="render-compare views of the before/after figures (default 4).")
 @click.option("--resolution", type=bounds.RESOLUTION, default=None, help="render-compare size of the before/after figures (default 64).")
 @click.option("--save-every", type=bounds.STEPS, default=None, help="Steps between resumable saves.")

@@ -10,6 +10,8 @@ step, as Flow-GRPO does. EditScore's settings are the defaults (12 samples a pro
 KL weight 0.04, clip range 2e-4; EditScore uses 1e-4 to 5e-4) but for the trajectories: training
 samples take 10 steps while the editor samples with 20, Flow-GRPO's "denoising reduction" (it
 trains on 10 and samples with 40): half the cost a step, so twice the steps fit in the loop's time.
+Each step takes 12 prompts: with 6, the gradient's noise left one RL seed of four without a
+held-out gain (docs/loop.md).
 
 trl's GRPOTrainer drives language models only (it needs a tokenizer and `.config`), so the loss
 is written here on torch. Held-out figures: `heldout.before_after`, with render-compare.
@@ -35,8 +37,8 @@ from . import data, editor, flow, heldout
 from .model import load, save
 
 DEFAULTS = {
-    "seed": 0, "steps": 160, "group": 12, "prompts": 6, "sample_steps": 10, "eta": 0.7, "kl": 0.04, "clip": 2e-4,
-    "adv_clip": 5.0, "lr": 3e-4, "save_every": 20, "eval_instances": 24, "eval_samples": 8, "views": 4, "resolution": 64,
+    "seed": 0, "steps": 160, "group": 12, "prompts": 12, "sample_steps": 10, "eta": 0.7, "kl": 0.04, "clip": 2e-4,
+    "adv_clip": 5.0, "lr": 3e-4, "save_every": 20, "eval_instances": 80, "eval_samples": 8, "views": 4, "resolution": 64,
 }
 MODALITY = "pose"
 REPORT = "rl_report.json"

@@ -68,11 +68,14 @@ def before_after(models: dict, instances: list, reward: str, reward_weights, vie
                                                          "weights": reward_weights or "default"})
     scores = {name: {"render-compare": [], reward: []} for name in models}
     for instance in instances:
-        for name, model in models.items():
-            states = editor.sample_states(model, instance, samples, eta, seed)
-            cands = candidates_of(states, instance, instance.instruction.modality, ctx_rc)
-            scores[name]["render-compare"].append(float(np.mean(overall("render-compare", instance, cands, ctx_rc))))
-            scores[name][reward].append(float(np.mean(overall(reward, instance, cands, ctx_rw))))
+        # Every policy's samples of an instance in one call per scorer: frames A and B are
+        # decoded and prepared once (each candidate's score does not depend on the others').
+        states = [s for model in models.values() for s in editor.sample_states(model, instance, samples, eta, seed)]
+        cands = candidates_of(states, instance, instance.instruction.modality, ctx_rc)
+        for scorer, ctx in (("render-compare", ctx_rc), (reward, ctx_rw)):
+            values = np.asarray(overall(scorer, instance, cands, ctx)).reshape(len(models), samples)
+            for name, row in zip(models, values):
+                scores[name][scorer].append(float(np.mean(row)))
     before, after = list(models)
     report = {"instances": len(instances), "samples": samples, "eta": eta, "views": views, "resolution": resolution}
     for scorer in ("render-compare", reward):
