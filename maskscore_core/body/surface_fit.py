@@ -24,16 +24,15 @@ is measured by the metric in render space and counts against consistency (`rende
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import json
-import threading
 
 import attrs
 import numpy as np
 import scipy.optimize
 
 from maskscore_core import threads
+from maskscore_core.kept import Kept
 from maskscore_core.body.anny_model import chain_weights, get_body_model
 from maskscore_core.metric.head_motion import rotation_matrix
 from maskscore_core.metric.render import vertex_normals
@@ -177,8 +176,7 @@ class LinearHead:
         return np.concatenate(columns, axis=2)
 
 
-_heads: collections.OrderedDict = collections.OrderedDict()
-_heads_lock = threading.Lock()
+_heads = Kept(HEADS_KEPT)
 
 
 def _state_key(state: BodyState) -> str:
@@ -192,10 +190,9 @@ def _state_key(state: BodyState) -> str:
 def linear_head(state: BodyState) -> LinearHead:
     """The `LinearHead` of a state (one batch of ANNY evaluations; a few are kept)."""
     key = _state_key(state)
-    with _heads_lock:
-        if key in _heads:
-            _heads.move_to_end(key)
-            return _heads[key]
+    kept = _heads.get(key)
+    if kept is not None:
+        return kept
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     body = get_body_model()
@@ -233,11 +230,7 @@ def linear_head(state: BodyState) -> LinearHead:
         joint_shapes=joint_shapes,
         parent_rotations=np.stack([_world_rotation(plain.pose, parents, parents[j]) for j in fitted]),
     )
-    with _heads_lock:
-        _heads[key] = head
-        while len(_heads) > HEADS_KEPT:
-            _heads.popitem(last=False)
-    return head
+    return _heads.put(key, head)
 
 
 def _world_rotation(pose: np.ndarray, parents: list, bone: int) -> np.ndarray:
@@ -340,21 +333,15 @@ def fit_surface(vertices: np.ndarray, faces: np.ndarray, start: BodyState,
     config = config or SurfaceFitConfig()
     vertices, faces = np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64)
     key = _fit_key(vertices, faces, start, config)
-    with _fits_lock:
-        if key in _fits:
-            _fits.move_to_end(key)
-            return _fits[key]
+    kept = _fits.get(key)
+    if kept is not None:
+        return kept
     fit = _fit(vertices, faces, start, config)
     fit.vertices.flags.writeable = False  # shared by every caller of the same fit
-    with _fits_lock:
-        _fits[key] = fit
-        while len(_fits) > FITS_KEPT:
-            _fits.popitem(last=False)
-    return fit
+    return _fits.put(key, fit)
 
 
-_fits: collections.OrderedDict = collections.OrderedDict()
-_fits_lock = threading.Lock()
+_fits = Kept(FITS_KEPT)
 
 
 def _fit_key(vertices: np.ndarray, faces: np.ndarray, start: BodyState, config: SurfaceFitConfig) -> str:

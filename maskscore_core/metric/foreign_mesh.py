@@ -26,14 +26,13 @@ scene like reference meshes do.
 
 from __future__ import annotations
 
-import collections
 import hashlib
-import threading
 from pathlib import Path
 
 import attrs
 import numpy as np
 
+from maskscore_core.kept import Kept
 from maskscore_core.metric.views import Framing, ViewConfig
 from maskscore_core.body import meshio
 from maskscore_core.body.meshio import FORMATS, MeshFileError, check_extent, check_topology
@@ -158,27 +157,19 @@ def write(path: str | Path, mesh: ForeignMesh) -> Path:
     return path
 
 
-_scenes: collections.OrderedDict = collections.OrderedDict()
-_scenes_lock = threading.Lock()
+_scenes = Kept(SCENES_KEPT)
 
 
 def _scene(faces: np.ndarray, vertex_count: int, view_config: ViewConfig):
     """The Mitsuba scene of this topology on these views (built once, a few kept)."""
     key = (view_config, vertex_count, hashlib.sha256(np.ascontiguousarray(faces, dtype=np.int64).tobytes()).hexdigest())
-    with _scenes_lock:
-        scene = _scenes.get(key)
-        if scene is not None:
-            _scenes.move_to_end(key)
-            return scene
+    scene = _scenes.get(key)
+    if scene is not None:
+        return scene
     size = view_config.resolution
     # The renderer's own scene class: the same cameras, sampler, integrator and passes as the
     # reference mesh's, only with these triangles.
-    scene = renderer._Scene(faces, vertex_count, camera_poses(view_config), view_config, size, size)
-    with _scenes_lock:
-        _scenes[key] = scene
-        while len(_scenes) > SCENES_KEPT:
-            _scenes.popitem(last=False)
-    return scene
+    return _scenes.put(key, renderer._Scene(faces, vertex_count, camera_poses(view_config), view_config, size, size))
 
 
 def render(mesh: ForeignMesh, view_config: ViewConfig, framing: Framing | None = None):
