@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import numpy as np
 import pytest
 
@@ -36,6 +37,18 @@ def test_edit_instance_round_trips_through_json():
     assert back == instance
     assert back.b.state.expression[24] == pytest.approx(0.8)
     assert back.b.state.part_scale == {"ears": 1.1}
+
+
+def test_a_target_seen_through_another_camera_round_trips_and_an_own_one_is_written_as_before():
+    """`framed_on` is written only where it is set, so instance sidecars keep their bytes."""
+    instance = _instance()
+    assert "framed_on" not in converter.unstructure(instance.a)
+    assert instance.a.framing_phenotype == instance.a.state.phenotype
+    seen = attrs.evolve(instance.a, framed_on={"age": 0.1})
+    data = converter.unstructure(seen)
+    assert data["framed_on"] == {"age": 0.1}
+    back = converter.structure(json.loads(json.dumps(data)), records.Target)
+    assert back == seen and back.framing_phenotype == {"age": 0.1}
 
 
 def test_edit_instance_names_its_reference_frames():

@@ -10,7 +10,8 @@
 |      |                                         | one is (the neck only when nothing else is left):|
 |      |                                         | B's values there when B really changes it, else  |
 |      |                                         | its stock edit                                   |
-| 5    | wrong subject                           | `instance.other`: another subject's frame/clip   |
+| 5    | wrong subject                           | `instance.other`: another subject's frame/clip,  |
+|      |                                         | seen through frame A's camera (`framed_on`)      |
 
 Rung 4 is always a real edit of another part (`wrong_part`, `stock_edit`): frame pairs are drawn
 so that the rest changes less than the part, so B's values on another part are often A's own,
@@ -427,7 +428,9 @@ def build_ladder(instance: EditInstance, rungs: list[int] | None = None) -> list
         2: lambda: rung(2, "rung 2: interpolation", part, steps[0], phrases[1]),
         3: lambda: rung(3, "rung 3: partial edit", part, steps[1], phrases[2]),
         4: lambda: _wrong_part_rung(instance, rung, phrases[3]),
-        5: lambda: attrs.evolve(instance.other, label="rung 5: wrong subject", rung=5),
+        # seen through frame A's camera, as an editor's output is (`Target.framed_on`)
+        5: lambda: attrs.evolve(instance.other, label="rung 5: wrong subject", rung=5,
+                                framed_on=dict(instance.a.framing_phenotype)),  # fmt: skip
     }
     unknown = [r for r in rungs if r not in makers]
     if unknown:

@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 import cattrs
+import cattrs.gen
 import numpy as np
 
 from maskscore_core import vocab
@@ -338,11 +339,27 @@ class Target:
     transcript: str = ""
     fps: float = 25.0
     rung: int | None = None
+    # The phenotype whose head at rest frames the views that draw this target in render space
+    # (`views.subject_framing`); None: its own subject's. An edit keeps its input's camera, so the
+    # ladder's wrong-subject rung is drawn framed on the edited subject (a depth map of another
+    # subject, framed on its own head, would lay that head onto frame A's).
+    framed_on: dict[str, float] | None = None
 
     @property
     def state(self) -> BodyState:
         """The representative frame's state (the middle one of a clip)."""
         return self.states[len(self.states) // 2]
+
+    @property
+    def framing_phenotype(self) -> dict[str, float]:
+        """The phenotype its render-space views are framed on (`framed_on`, else its own)."""
+        return self.state.phenotype if self.framed_on is None else self.framed_on
+
+
+# A target framed on its own subject is written without `framed_on`, as records were before it existed.
+converter.register_unstructure_hook(
+    Target, cattrs.gen.make_dict_unstructure_fn(Target, converter, framed_on=cattrs.gen.override(omit_if_default=True))
+)
 
 
 @attrs.frozen

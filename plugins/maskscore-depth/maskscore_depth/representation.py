@@ -51,12 +51,13 @@ def check(depth, ctx, what: str = "depth") -> np.ndarray:
 
 def render_depth(target: Target, ctx) -> np.ndarray:
     """The depth channel of the Mitsuba render of the target's reference mesh, every view, framed
-    on its subject's head at rest (`views.subject_framing`), as render-and-compare frames a row."""
+    on the head at rest of the subject it is seen as (`Target.framing_phenotype`: its own, or the
+    edited subject's for the ladder's wrong subject), as render-and-compare frames a row."""
     from maskscore_core.metric.render import get_renderer
     from maskscore_core.metric.views import subject_framing
 
     state = target.state
-    vertices = subject_framing(state.phenotype).apply(get_reference_mesh().vertices([state])[0])
+    vertices = subject_framing(target.framing_phenotype).apply(get_reference_mesh().vertices([state])[0])
     return get_renderer(view_config(ctx)).render(vertices, what=f"mesh of {target.label}").depth
 
 

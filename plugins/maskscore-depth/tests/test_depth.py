@@ -68,3 +68,33 @@ def test_maps_of_another_resolution_are_refused(ctx, tmp_path):
 def test_bad_depth_maps_are_named(ctx, depth, message):
     with pytest.raises(ValueError, match=message):
         plugins.call("decode_to_mesh", MODALITY, asset=Asset(MODALITY, depth), instance=_instance(), ctx=ctx)
+
+
+def test_the_wrong_subject_is_drawn_through_frame_a_camera(ctx):
+    """An edited depth map keeps its input's camera: the ladder's other subject (taller, older) is
+    drawn framed on frame A's subject, not on its own head, where it would be laid onto A's."""
+    import attrs
+
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.edits.ladder import build_ladder
+    from maskscore_core.metric.render import get_renderer
+    from maskscore_core.metric.views import ViewConfig, subject_framing
+    from maskscore_core.plugin.records import Subject, Target
+
+    instance = _instance()
+    tall_old = {"height": 0.9, "age": 0.9}
+    other = Target("other", Subject("s2", tall_old), (attrs.evolve(face_state(), phenotype=tall_old),))
+    instance = attrs.evolve(instance, other=other)
+    rung5 = build_ladder(instance)[-1]
+    assert rung5.rung == 5 and rung5.framed_on == instance.a.state.phenotype
+    depth = plugins.call("encode", MODALITY, modality=MODALITY, target=rung5, ctx=ctx).data
+    vertices = get_reference_mesh().vertices([other.state])[0]
+    renderer = get_renderer(ViewConfig(count=4, resolution=96))
+    through_a = renderer.render(subject_framing(instance.a.state.phenotype).apply(vertices)).depth
+    own_head = renderer.render(subject_framing(other.state.phenotype).apply(vertices)).depth
+    np.testing.assert_array_equal(depth, through_a)
+    assert np.abs(own_head - through_a).max() > 0.01  # the two cameras really differ for this subject
+    # a subject's own frames are still framed on its own head
+    np.testing.assert_array_equal(
+        plugins.call("encode", MODALITY, modality=MODALITY, target=other, ctx=ctx).data, own_head
+    )
