@@ -222,6 +222,35 @@ def ladders(count: int, workdir, seed: int = 0, trials_seed: int = 0, modalities
     return lines
 
 
+def clip_speed(frames: int = 5, size: int = 448) -> dict:
+    """Fit time per frame of a pixel clip (the head turning while the jaw opens, drawn at `size`
+    px), read as the video modality reads it (`PIXEL_CLIP_FIT`: a joint and a rigid-point fit per
+    frame, weighed) and with the joint fit alone, in one run: their ratio is what the weighing costs."""
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.plugin.records import BodyState
+    from maskscore_core.trials import landmark_fit as lf
+    from maskscore_face_landmarks.pixels import PIXEL_CLIP_FIT, PixelFitter, decode_sequence
+    from maskscore_video.pixels import draw_clip
+
+    body = get_body_model()
+    states = []
+    for t in np.linspace(0.0, 1.0, frames):
+        expression, pose = np.zeros(len(body.action_names)), np.zeros((len(body.bone_names), 3))
+        expression[body.action_index("jawOpen")] = 0.5 * t
+        pose[body.bone_index("Head")] = (0.1 * t, 0.15 * t, 0.0)
+        states.append(BodyState(expression=expression, pose=pose))
+    clip = draw_clip(states, 5.0, size, "speed clip")
+    out = {"clip_frames": frames, "clip_size_px": size}
+    for name, config in (("joint", lf.PIXEL_FIT_KNOWN_CAMERA), ("weighed", PIXEL_CLIP_FIT)):
+        fitter = PixelFitter(config=config)
+        fitter.bias(BodyState(), size)  # the neutral detection, once per subject, outside the timing
+        start = time.perf_counter()
+        decode_sequence(clip.frames, BodyState(), clip.names, clip.fps, fitter)
+        out[f"clip_{name}_ms_per_frame"] = 1000.0 * (time.perf_counter() - start) / frames
+    out["clip_weighed_over_joint"] = out["clip_weighed_ms_per_frame"] / out["clip_joint_ms_per_frame"]
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--yaws", default="0,20,40", help="camera yaws around the head, degrees")
@@ -276,6 +305,10 @@ def main() -> int:
         "config": attrs.asdict(config),
     }
     print(f"detect + fit per frame: {speed['detect_ms_median']:.0f} ms + {speed['fit_ms_median']:.0f} ms (medians over {len(timed)} frames)")
+    speed.update(clip_speed())
+    print(f"a pixel clip's frames, detect + fit: {speed['clip_weighed_ms_per_frame']:.0f} ms weighed (the video modality),"
+          f" {speed['clip_joint_ms_per_frame']:.0f} ms joint alone: {speed['clip_weighed_over_joint']:.2f} x"
+          f" ({speed['clip_frames']} frames of {speed['clip_size_px']} px)")  # fmt: skip
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"rows": rows, "speed": speed}, handle, indent=1, sort_keys=True)

@@ -15,7 +15,7 @@ import torch
 
 from maskscore_core.body import differentiable
 from maskscore_core.body.anny_model import get_body_model
-from maskscore_core.plugin.records import BodyState
+from maskscore_core.plugin.records import SOMA_BONES, BodyState
 from maskscore_core.trials import landmark_fit as lf
 
 SET_ACTIONS = {"jawOpen": 0.6, "browInnerUp": 0.5, "mouthSmileLeft": 0.3}
@@ -270,3 +270,50 @@ def test_pose_landmarks_keep_a_misread_mouth_out_of_the_head_turn():
     assert rigid_error < 0.5 * free_error, (rigid_error, free_error)
     with pytest.raises(lf.LandmarkFitError, match="none of the pose landmarks"):
         turn_error(pixels, attrs.evolve(rigid, pose_landmarks=("forehead",)))
+
+
+def _result(state, error_px: float) -> lf.FitResult:
+    return lf.FitResult(state=state, camera_position=np.zeros(3), predicted_px=np.zeros((2, 2)),
+                        mean_error_px=error_px, max_error_px=2 * error_px)  # fmt: skip
+
+
+def test_the_rigid_fit_weighs_by_how_much_worse_it_explains_every_landmark():
+    """1 where the rigid fit explains the landmarks as well (or better), falling smoothly with its
+    excess error in units of the scale (no threshold), and the mixed state in between."""
+    joint = _result(BodyState(), 1.0)
+    turned = BodyState(pose=np.full((SOMA_BONES, 3), 0.1), expression=np.full(52, 0.2))
+    weights = [lf.rigid_weight(joint, _result(turned, error), 1.0) for error in (0.5, 1.0, 1.2, 1.5, 2.0, 4.0)]
+    assert weights[0] == weights[1] == 1.0
+    assert all(a > b for a, b in zip(weights[1:], weights[2:]))
+    assert weights[-1] < 1e-3 and abs(weights[3] - np.exp(-0.25)) < 1e-12
+    # continuous at no excess: a hair worse weighs a hair less than 1
+    assert 1.0 - lf.rigid_weight(joint, _result(turned, 1.0 + 1e-6), 1.0) < 1e-9
+    mixed = lf.weighed_fit(joint, _result(turned, 1.5), 1.0)
+    w = np.exp(-0.25)
+    assert mixed.rigid_weight == pytest.approx(w)
+    np.testing.assert_allclose(mixed.state.pose, w * turned.pose)
+    np.testing.assert_allclose(mixed.state.expression, w * turned.expression)
+    assert mixed.mean_error_px == pytest.approx((1 - w) * 1.0 + w * 1.5)
+
+
+def test_a_weighed_fit_keeps_a_misread_mouth_out_of_the_turn_and_the_exact_state_back():
+    """Fitted jointly and from rigid points, weighed: exact landmarks give the state back (both
+    fits agree), and lips read 3 px too high move the turn less than the joint fit alone does."""
+    body = get_body_model()
+    anchors, state = lf.anny68_anchors(), _moved_state(neck_shares=True)
+    views, origin = _views()
+    chain = [body.bone_index(name) for name in lf.LINEAR_BONES]
+    pixels = lf.project_anchors(state, views[0], origin, anchors, reference=True)
+    free = attrs.evolve(PIXEL_TEST_FIT, bones=lf.LINEAR_BONES, chain_shares=(0.4, 0.3, 0.3), fix_camera=True)
+    weighed = attrs.evolve(free, rigid_weighed=("nose_bridge", "eye_right_0", "eye_right_3", "eye_left_0", "eye_left_3"))
+
+    def turn_error(points, config):
+        fit = lf.fit_views([lf.ViewLandmarks(points, views[0])], {}, config, None, anchors, origin)
+        return float(np.abs(fit.state.pose[chain].sum(0) - state.pose[chain].sum(0)).max()), fit
+
+    error, fit = turn_error(pixels, weighed)
+    assert error < 0.005 and fit.rigid_weight > 0.95, (error, fit.rigid_weight)
+    misread = pixels.copy()
+    misread[[name.startswith("lip_") for name in anchors.names], 1] -= 3.0
+    (free_error, _), (weighed_error, fit) = turn_error(misread, free), turn_error(misread, weighed)
+    assert 0.0 < fit.rigid_weight <= 1.0 and weighed_error < free_error, (weighed_error, free_error, fit.rigid_weight)

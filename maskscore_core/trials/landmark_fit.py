@@ -543,6 +543,14 @@ class FitConfig:
     phenotype on every point with the turn held, `pose_rounds` times (the turn's L-BFGS runs
     `pose_lbfgs_steps`). A head turn moves every point, so fitted jointly, mouth points the
     detector misreads (an open, smiling mouth) pulled the turn with them.
+    rigid_weighed: rigid points for a second fit (as `pose_landmarks`) that is weighed against
+    the joint fit by how much worse it explains every landmark (`weighed_fit`, scale
+    `rigid_scale_px`): the rigid turn where it costs the other points about nothing, the joint
+    one where it runs off (another subject's proportions read as a turn); the actions and
+    phenotype are then fitted again with the weighed turn held, so that they fit the turn they
+    go with (two fits' actions mixed need not explain any landmark).
+    hold_turn: fit the actions and phenotype only, the head's turn (and the camera) held as the
+    starting state has them.
     """
 
     bones: tuple[str, ...] = ("Head",)
@@ -563,6 +571,9 @@ class FitConfig:
     pose_landmarks: tuple[str, ...] | None = None
     pose_rounds: int = 2
     pose_lbfgs_steps: int = 30
+    rigid_weighed: tuple[str, ...] | None = None
+    rigid_scale_px: float = 1.0
+    hold_turn: bool = False
 
 
 # Facial actions a face-landmark detector can see: mouth, jaw opening, lids, brows. The others
@@ -586,6 +597,7 @@ class FitResult:
     mean_error_px: float
     max_error_px: float
     evaluations: int = 0
+    rigid_weight: float | None = None  # `weighed_fit`: the rigid fit's share
 
 
 # The fit of detected pixels (mediapipe-478 anchors): the visible actions only, with an L1 pull
@@ -645,9 +657,47 @@ def fit_views(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _fit(list(views), camera_position, phenotype, config, init, anchors or anny68_anchors())
+        anchors = anchors or anny68_anchors()
+        if config.rigid_weighed is None:
+            return _fit(list(views), camera_position, phenotype, config, init, anchors)
+        plain = attrs.evolve(config, rigid_weighed=None)
+        joint = _fit(list(views), camera_position, phenotype, plain, init, anchors)
+        rigid = _fit(list(views), camera_position, phenotype, attrs.evolve(plain, pose_landmarks=config.rigid_weighed),
+                     init, anchors)  # fmt: skip
+        mixed = weighed_fit(joint, rigid, config.rigid_scale_px)
+        held = _fit(list(views), mixed.camera_position, phenotype, attrs.evolve(plain, hold_turn=True), mixed.state, anchors)
+        return attrs.evolve(held, evaluations=mixed.evaluations + held.evaluations, rigid_weight=mixed.rigid_weight)
     finally:
         torch.set_num_threads(threads)
+
+
+def rigid_weight(joint: FitResult, rigid: FitResult, scale_px: float) -> float:
+    """exp(-(excess / scale)^2), the excess being how much larger the rigid fit's mean landmark
+    error is than the joint fit's (0 where it is not larger): about 1 while the rigid turn costs
+    the other points less than the detector's own jitter (a pixel or two), about 0 where it ran off.
+    Smooth in both errors: no threshold switches between the two."""
+    excess = max(0.0, rigid.mean_error_px - joint.mean_error_px)
+    return math.exp(-((excess / scale_px) ** 2))
+
+
+def weighed_fit(joint: FitResult, rigid: FitResult, scale_px: float) -> FitResult:
+    """The two fits' states mixed by `rigid_weight` (actions, bone rotations, phenotype); the
+    landmark predictions and errors mixed alike (a first-order account of the mixed state's)."""
+    w = rigid_weight(joint, rigid, scale_px)
+    a, b = joint.state, rigid.state
+    state = attrs.evolve(
+        a, expression=(1.0 - w) * a.expression + w * b.expression, pose=(1.0 - w) * a.pose + w * b.pose,
+        phenotype={k: (1.0 - w) * a.phenotype[k] + w * b.phenotype[k] for k in a.phenotype},
+    )  # fmt: skip
+    return FitResult(
+        state=state,
+        camera_position=(1.0 - w) * joint.camera_position + w * rigid.camera_position,
+        predicted_px=(1.0 - w) * joint.predicted_px + w * rigid.predicted_px,
+        mean_error_px=(1.0 - w) * joint.mean_error_px + w * rigid.mean_error_px,
+        max_error_px=(1.0 - w) * joint.max_error_px + w * rigid.max_error_px,
+        evaluations=joint.evaluations + rigid.evaluations,
+        rigid_weight=w,
+    )
 
 
 def _targets(views: list[ViewLandmarks], anchors: MeshAnchors) -> torch.Tensor:
@@ -851,14 +901,20 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
     camera_params = [] if config.fix_camera else [cam_delta]
     # Stage 1: rigid (head rotation + camera), stage 2: everything with Adam, stage 3: L-BFGS.
     # With pose landmarks: the rigid stages see those points only, and the turn is held while
-    # the actions move (alternating, `pose_rounds` times).
-    rigid = torch.optim.Adam([rotations, *camera_params], lr=config.adam_lr)
-    for _ in range(max(1, config.adam_steps // 4)):
-        rigid.zero_grad()
-        loss_fn(with_actions=False, weights=pose_weights).backward()
-        rigid.step()
+    # the actions move (alternating, `pose_rounds` times). With the turn held: stages 2-3 on the
+    # actions and phenotype alone.
     face_params = [raw_actions] + ([raw_pheno] if config.fit_phenotype else [])
-    if pose_weights is None:
+    if not config.hold_turn:
+        rigid = torch.optim.Adam([rotations, *camera_params], lr=config.adam_lr)
+        for _ in range(max(1, config.adam_steps // 4)):
+            rigid.zero_grad()
+            loss_fn(with_actions=False, weights=pose_weights).backward()
+            rigid.step()
+    if config.hold_turn:
+        face_loss = functools.partial(loss_fn, with_rotations=False)
+        _adam(face_params, config, face_loss)
+        _lbfgs(face_params, config.lbfgs_steps, face_loss)
+    elif pose_weights is None:
         params = [raw_actions, rotations, *camera_params] + ([raw_pheno] if config.fit_phenotype else [])
         _adam(params, config, loss_fn)
         _lbfgs(params, config.lbfgs_steps, loss_fn)
@@ -928,6 +984,8 @@ __all__ = [
     "face_landmarks",
     "fit_landmarks",
     "fit_views",
+    "rigid_weight",
+    "weighed_fit",
     "landmark_bias",
     "linear_face",
     "project_anchors",

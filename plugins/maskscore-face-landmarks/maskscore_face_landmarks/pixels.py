@@ -114,6 +114,14 @@ def default_detector():
     return FaceMeshDetector()
 
 
+# A clip's frames are fitted twice, jointly and with the head's turn read from rigid points alone
+# (nose, eyes, brows, irises: not the lips or chin, which the detector misreads on an open,
+# smiling mouth and which then pull the turn), and the two are weighed by how well each explains
+# every landmark (`landmark_fit.weighed_fit`). The scale is the detector's own jitter, a pixel.
+RIGID_POINTS: tuple[str, ...] = ("nose", "eye_a", "eye_b", "brow_a", "brow_b", "iris_a", "iris_b")
+PIXEL_CLIP_FIT = attrs.evolve(lf.PIXEL_FIT_KNOWN_CAMERA, rigid_weighed=RIGID_POINTS, rigid_scale_px=1.0)
+
+
 class PixelFitter:
     """Detect and fit frames of the one camera (`frame_camera(resolution)`)."""
 

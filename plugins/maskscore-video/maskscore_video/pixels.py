@@ -148,9 +148,9 @@ def _rgb(image, what: str) -> np.ndarray:
 
 @functools.cache
 def _fitter():
-    from maskscore_face_landmarks.pixels import PixelFitter
+    from maskscore_face_landmarks.pixels import PIXEL_CLIP_FIT, PixelFitter
 
-    return PixelFitter()
+    return PixelFitter(config=PIXEL_CLIP_FIT)
 
 
 def draw_clip(states, fps: float, resolution: int, source: str) -> PixelClip:
