@@ -132,9 +132,12 @@ def test_a_subdivided_mesh_scores_as_anny_on_subtle_parts(part):
     anny = compare.score(prepared, rungs)
     same = compare.score(prepared, [foreign(r, None) for r in rungs])
     subdivided = compare.score(prepared, [foreign(r, "subdivided") for r in rungs])
+    # Not to 1e-3: where two triangles meet at an occlusion edge, which one a ray hits depends on
+    # Embree's kernels (AVX2 or AVX-512). On an AVX-512 host one pixel of rung 3 (of ~30 iris
+    # pixels a view) took the far side, 11 mm deeper, and moved instruction_following by 0.022.
     for expected, found in zip(same, subdivided):
         for dimension in ("instruction_following", "consistency", "overall"):
-            assert getattr(found, dimension) == pytest.approx(getattr(expected, dimension), abs=1e-3)
+            assert getattr(found, dimension) == pytest.approx(getattr(expected, dimension), abs=SAME_SURFACE_TOLERANCE)
     for rung, (expected, found) in enumerate(zip(anny, subdivided), start=1):
         for dimension in ("instruction_following", "consistency", "overall"):
             gap = abs(getattr(found, dimension) - getattr(expected, dimension))

@@ -246,26 +246,37 @@ def test_anchors_from_render_land_on_the_rendered_triangle():
                                config.fov_deg, vertices, reference.faces)  # fmt: skip
 
 
-def test_pose_landmarks_keep_a_misread_mouth_out_of_the_head_turn():
-    """With rigid pose landmarks (nose ridge, eye corners) the head turn is fitted on them alone and
-    the actions with the turn held: exact landmarks still give the state back, and lip points the
-    detector puts 3 px too high move the fitted turn far less than when every point sets it."""
+RIGID_68 = ("nose_bridge", "eye_right_0", "eye_right_3", "eye_left_0", "eye_left_3")  # nose ridge, eye corners
+
+
+def _turn_case():
+    """A turned head's exact anny-68 landmarks, the same with the lips read 3 px too high, the
+    joint fit's config (one turn shared over the neck), and turn_error(points, config) -> (largest
+    error of the head's whole turn, the fit)."""
     body = get_body_model()
     anchors, state = lf.anny68_anchors(), _moved_state(neck_shares=True)
     views, origin = _views()
     chain = [body.bone_index(name) for name in lf.LINEAR_BONES]
     pixels = lf.project_anchors(state, views[0], origin, anchors, reference=True)
+    misread = pixels.copy()
+    misread[[name.startswith("lip_") for name in anchors.names], 1] -= 3.0
     free = attrs.evolve(PIXEL_TEST_FIT, bones=lf.LINEAR_BONES, chain_shares=(0.4, 0.3, 0.3), fix_camera=True)
-    rigid = attrs.evolve(free, pose_landmarks=("nose_bridge", "eye_right_0", "eye_right_3", "eye_left_0", "eye_left_3"))
 
     def turn_error(points, config):
         fit = lf.fit_views([lf.ViewLandmarks(points, views[0])], {}, config, None, anchors, origin)
         return float(np.abs(fit.state.pose[chain].sum(0) - state.pose[chain].sum(0)).max()), fit
 
+    return pixels, misread, free, turn_error
+
+
+def test_pose_landmarks_keep_a_misread_mouth_out_of_the_head_turn():
+    """With rigid pose landmarks (nose ridge, eye corners) the head turn is fitted on them alone and
+    the actions with the turn held: exact landmarks still give the state back, and lip points the
+    detector puts 3 px too high move the fitted turn far less than when every point sets it."""
+    pixels, misread, free, turn_error = _turn_case()
+    rigid = attrs.evolve(free, pose_landmarks=RIGID_68)
     error, fit = turn_error(pixels, rigid)
-    assert error < 0.005 and abs(fit.state.expression[body.action_index("jawOpen")] - 0.5) < 0.05, error
-    misread = pixels.copy()
-    misread[[name.startswith("lip_") for name in anchors.names], 1] -= 3.0
+    assert error < 0.005 and abs(fit.state.expression[get_body_model().action_index("jawOpen")] - 0.5) < 0.05, error
     free_error, rigid_error = turn_error(misread, free)[0], turn_error(misread, rigid)[0]
     assert rigid_error < 0.5 * free_error, (rigid_error, free_error)
     with pytest.raises(lf.LandmarkFitError, match="none of the pose landmarks"):
@@ -299,21 +310,9 @@ def test_the_rigid_fit_weighs_by_how_much_worse_it_explains_every_landmark():
 def test_a_weighed_fit_keeps_a_misread_mouth_out_of_the_turn_and_the_exact_state_back():
     """Fitted jointly and from rigid points, weighed: exact landmarks give the state back (both
     fits agree), and lips read 3 px too high move the turn less than the joint fit alone does."""
-    body = get_body_model()
-    anchors, state = lf.anny68_anchors(), _moved_state(neck_shares=True)
-    views, origin = _views()
-    chain = [body.bone_index(name) for name in lf.LINEAR_BONES]
-    pixels = lf.project_anchors(state, views[0], origin, anchors, reference=True)
-    free = attrs.evolve(PIXEL_TEST_FIT, bones=lf.LINEAR_BONES, chain_shares=(0.4, 0.3, 0.3), fix_camera=True)
-    weighed = attrs.evolve(free, rigid_weighed=("nose_bridge", "eye_right_0", "eye_right_3", "eye_left_0", "eye_left_3"))
-
-    def turn_error(points, config):
-        fit = lf.fit_views([lf.ViewLandmarks(points, views[0])], {}, config, None, anchors, origin)
-        return float(np.abs(fit.state.pose[chain].sum(0) - state.pose[chain].sum(0)).max()), fit
-
+    pixels, misread, free, turn_error = _turn_case()
+    weighed = attrs.evolve(free, rigid_weighed=RIGID_68)
     error, fit = turn_error(pixels, weighed)
     assert error < 0.005 and fit.rigid_weight > 0.95, (error, fit.rigid_weight)
-    misread = pixels.copy()
-    misread[[name.startswith("lip_") for name in anchors.names], 1] -= 3.0
     (free_error, _), (weighed_error, fit) = turn_error(misread, free), turn_error(misread, weighed)
     assert 0.0 < fit.rigid_weight <= 1.0 and weighed_error < free_error, (weighed_error, free_error, fit.rigid_weight)
