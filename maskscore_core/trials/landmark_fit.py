@@ -657,15 +657,14 @@ def fit_views(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        anchors = anchors or anny68_anchors()
+        views, anchors = list(views), anchors or anny68_anchors()
         if config.rigid_weighed is None:
-            return _fit(list(views), camera_position, phenotype, config, init, anchors)
+            return _fit(views, camera_position, phenotype, config, init, anchors)
         plain = attrs.evolve(config, rigid_weighed=None)
-        joint = _fit(list(views), camera_position, phenotype, plain, init, anchors)
-        rigid = _fit(list(views), camera_position, phenotype, attrs.evolve(plain, pose_landmarks=config.rigid_weighed),
-                     init, anchors)  # fmt: skip
+        joint = _fit(views, camera_position, phenotype, plain, init, anchors)
+        rigid = _fit(views, camera_position, phenotype, attrs.evolve(plain, pose_landmarks=config.rigid_weighed), init, anchors)
         mixed = weighed_fit(joint, rigid, config.rigid_scale_px)
-        held = _fit(list(views), mixed.camera_position, phenotype, attrs.evolve(plain, hold_turn=True), mixed.state, anchors)
+        held = _fit(views, mixed.camera_position, phenotype, attrs.evolve(plain, hold_turn=True), mixed.state, anchors)
         return attrs.evolve(held, evaluations=mixed.evaluations + held.evaluations, rigid_weight=mixed.rigid_weight)
     finally:
         torch.set_num_threads(threads)
@@ -904,21 +903,25 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
     # the actions move (alternating, `pose_rounds` times). With the turn held: stages 2-3 on the
     # actions and phenotype alone.
     face_params = [raw_actions] + ([raw_pheno] if config.fit_phenotype else [])
-    if not config.hold_turn:
+
+    def rigid_stage():
         rigid = torch.optim.Adam([rotations, *camera_params], lr=config.adam_lr)
         for _ in range(max(1, config.adam_steps // 4)):
             rigid.zero_grad()
             loss_fn(with_actions=False, weights=pose_weights).backward()
             rigid.step()
+
     if config.hold_turn:
         face_loss = functools.partial(loss_fn, with_rotations=False)
         _adam(face_params, config, face_loss)
         _lbfgs(face_params, config.lbfgs_steps, face_loss)
     elif pose_weights is None:
+        rigid_stage()
         params = [raw_actions, rotations, *camera_params] + ([raw_pheno] if config.fit_phenotype else [])
         _adam(params, config, loss_fn)
         _lbfgs(params, config.lbfgs_steps, loss_fn)
     else:
+        rigid_stage()
         rigid_loss = functools.partial(loss_fn, with_actions=False, weights=pose_weights)
         face_loss = functools.partial(loss_fn, with_rotations=False)
         _lbfgs([rotations, *camera_params], config.pose_lbfgs_steps, rigid_loss)
