@@ -34,3 +34,12 @@ def test_bench_foreign_mesh_runs_and_keeps_the_ladder(tmp_path):
     report = json.loads(out.read_text())["neck"]
     assert set(report) == {"anny", "decimated 20%, rendered", "decimated 20%, fitted"}
     assert report["anny"]["in_order"] and report["decimated 20%, fitted"]["in_order"]
+
+
+def test_bench_foreign_mesh_sets_an_edits_surface_change_against_a_remeshings(tmp_path):
+    out = tmp_path / "surface_error.json"
+    _run("bench_foreign_mesh.py", "--surface-error", "--part", "eyebrow", "--remeshing", "decimated 50%", "--out", str(out))
+    rows = json.loads(out.read_text())["eyebrow"]
+    assert set(rows) == {"the edit", "a fifth of the edit", "decimated 50%"}
+    assert rows["the edit"]["mean_mm"] > rows["a fifth of the edit"]["mean_mm"] > 0
+    assert rows["decimated 50%"]["mean_mm"] > 0

@@ -140,3 +140,17 @@ def test_what_the_fit_leaves_is_charged_to_consistency():
     assert scores[0].distances["cons.surface_residual"] < 1e-4 and scores[0].consistency > 0.99
     assert scores[1].distances["cons.surface_residual"] > 0.005
     assert scores[1].consistency < scores[0].consistency - 0.02
+
+
+def test_surface_distances_measure_how_far_points_lie_off_a_surface():
+    """A mesh's own vertices lie on its surface; its subdivision holds the same surface; points
+    pushed 0.5 mm along the normals lie 0.5 mm off (within the sampling's sag on ANNY's face)."""
+    from maskscore_core.metric.render import vertex_normals
+
+    vertices, faces = remesh.body_surface(get_reference_mesh().vertices([state()])[0])
+    head = surface_fit.linear_head(state()).ids[::40]
+    points = vertices[head]
+    assert surface_fit.surface_distances(points, vertices, faces).max() < 1e-9
+    assert surface_fit.surface_distances(points, *remesh.subdivide(vertices, faces)).max() < 1e-9
+    pushed = points + 0.0005 * vertex_normals(vertices, faces)[head]
+    assert np.median(np.abs(surface_fit.surface_distances(pushed, vertices, faces) - 0.0005)) < 5e-5

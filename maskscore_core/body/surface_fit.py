@@ -318,6 +318,17 @@ def _surface(vertices: np.ndarray, faces: np.ndarray, near: np.ndarray, spacing:
     return _Surface(points, point_normals, cKDTree(points))
 
 
+def surface_distances(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray, spacing: float = 0.0003) -> np.ndarray:
+    """(P,) unsigned point-to-plane distances (metres) of points to a mesh's surface as the fit
+    sees it (`_surface`: samples `spacing` apart near the points, Phong normals). Why: how far a
+    remeshing moves the surface, set against how far an edit moves it, is what a fit to the
+    remeshed mesh can still tell apart (docs/metric.md, "Meshes of any topology")."""
+    points = np.asarray(points, dtype=np.float64)
+    surface = _surface(np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64), points, spacing)
+    _distance, nearest = surface.tree.query(points)
+    return np.abs(np.einsum("kd,kd->k", points - surface.points[nearest], surface.normals[nearest]))
+
+
 def _vertex_normals(head: LinearHead, start: np.ndarray) -> np.ndarray:
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
