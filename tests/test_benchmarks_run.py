@@ -19,12 +19,18 @@ def _run(script: str, *arguments: str) -> None:
 
 def test_bench_metric_runs_and_reports_its_split(tmp_path):
     out = tmp_path / "bench_metric.json"
-    _run("bench_metric.py", "--rows", "1", "--views", "2", "--resolution", "32", "--streams", "0", "--out", str(out))
+    _run("bench_metric.py", "--rows", "1", "--views", "2", "--resolution", "32", "--streams", "1", "--out", str(out))
     figures = json.loads(out.read_text())
     assert figures["renders_per_row"] == 8 and figures["alexnet_images_per_row"] == 16
     assert set(figures["stage_cpu_s"]) == {"renders", "alexnet", "full_row", "comparisons"}
     assert figures["full_over_floor_cpu"] > 0 and len(figures["overall_scores"]) == 5
     assert figures["machine_speed"]["sgemm_gflops_one_thread"] > 0 and figures["machine_speed"]["cpu_capability"]
+    # The libraries' pages (torch, Mitsuba, Warp) that two streams share: hundreds of MB on Linux.
+    assert figures["shared_file_mb"] is None or 0 < figures["shared_file_mb"] < figures["peak_rss_mb"]
+    machine = figures["machine"]
+    assert machine["streams"] == 1 and machine["rows_per_s"] > 0
+    if machine["peak_mb_sum_shared_once"] is not None:  # one stream: its libraries counted once anyway
+        assert abs(machine["peak_mb_sum_shared_once"] - machine["peak_rss_mb_sum"]) <= 0.11
 
 
 def test_bench_foreign_mesh_runs_and_keeps_the_ladder(tmp_path):
