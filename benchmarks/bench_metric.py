@@ -87,12 +87,10 @@ def shared_file_mb() -> float | None:
     the kernel does not report it."""
     try:
         with open("/proc/self/smaps_rollup", encoding="ascii") as rollup:
-            fields = {line.split()[0]: int(line.split()[1]) for line in rollup if line.split()[0] in ("Rss:", "Anonymous:")}
-    except (OSError, IndexError, ValueError):
+            fields = dict(line.split()[:2] for line in rollup if line.startswith(("Rss:", "Anonymous:")))
+        return (int(fields["Rss:"]) - int(fields["Anonymous:"])) / 1024.0
+    except (OSError, KeyError, ValueError):
         return None
-    if {"Rss:", "Anonymous:"} - set(fields):
-        return None
-    return (fields["Rss:"] - fields["Anonymous:"]) / 1024.0
 
 
 def _stream(rows: int, views: int, resolution: int, part: str, barrier, results) -> None:

