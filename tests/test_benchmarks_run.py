@@ -49,3 +49,31 @@ def test_bench_foreign_mesh_sets_an_edits_surface_change_against_a_remeshings(tm
     assert set(rows) == {"the edit", "a fifth of the edit", "decimated 50%"}
     assert rows["the edit"]["mean_mm"] > rows["a fifth of the edit"]["mean_mm"] > 0
     assert rows["decimated 50%"]["mean_mm"] > 0
+
+
+def _child_peak(results) -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    import bench_metric
+
+    results.put(bench_metric.peak_mb())
+
+
+def test_a_spawned_streams_peak_is_its_own_not_its_parents():
+    """`ru_maxrss` of a process started by fork and exec starts at its parent's RSS at the fork,
+    so streams of a parent holding the body model each reported the parent's memory."""
+    import multiprocessing
+
+    import numpy as np
+
+    sys.path.insert(0, str(BENCHMARKS))
+    import bench_metric
+
+    held = np.ones(64 * 2**20)  # 512 MB resident in this process
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    child = context.Process(target=_child_peak, args=(results,))
+    child.start()
+    child_peak = results.get(timeout=120)
+    child.join()
+    assert bench_metric.peak_mb() > 512 and held.sum() == held.size
+    assert 0 < child_peak < bench_metric.peak_mb() - 400

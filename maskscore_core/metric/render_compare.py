@@ -400,10 +400,12 @@ class RenderCompare:
                     f"the part {part!r} is visible in no view of frames A and B ({self.view_config.count} views);"
                     " instruction_following has no pixels to compare"
                 )
-            lpips_a, lpips_b, lpips_middle = lpips_a.result(), lpips_b.result(), lpips_middle.result()
+            # The picture distances on this thread while the halfway mesh is still in AlexNet.
             ssim_a, ssim_b = ssim_a.result(), ssim_b.result()
-            change, inside_lpips, references, halfway_distances = self._reference_distances(
-                a, b, middle, inside, (lpips_a, lpips_b, lpips_middle), (ssim_a, ssim_b)
+            change, references, halfway_distances = _picture_references(a, b, middle, inside, (ssim_a, ssim_b))
+            lpips_a, lpips_b, lpips_middle = lpips_a.result(), lpips_b.result(), lpips_middle.result()
+            inside_lpips = self._lpips_references(
+                change, references, halfway_distances, inside, (lpips_a, lpips_b, lpips_middle)
             )
             if a.activations is not None and b.activations is not None:
                 references["activation"], halfway_distances["activation"] = activation_references(
@@ -420,31 +422,16 @@ class RenderCompare:
         _appearance_reference(prepared, middle)
         return prepared
 
-    def _reference_distances(self, a: Side, b: Side, middle: Side, inside: np.ndarray, lpips_features: tuple,
-                             ssim_references: tuple) -> tuple[dict, object, dict, dict]:
-        """Frame B's change against A per pixel, the part's mask at LPIPS's layer sizes, d(A, B)
-        and d(halfway, B) inside, from the three sides' renders (normals as the sides carry them)."""
+    def _lpips_references(self, change: dict, references: dict, halfway: dict, inside: np.ndarray,
+                          lpips_features: tuple):
+        """`_picture_references`' LPIPS counterparts added to its dicts, from the three sides'
+        features (A, B, the halfway mesh); returns the part's mask at LPIPS's layer sizes."""
         lpips_a, lpips_b, lpips_middle = lpips_features
-        ssim_a, ssim_b = ssim_references
-        # What frame B changes against A, per pixel; the halfway mesh's too, where larger: an
-        # outline the edit sweeps across (a turning head's) differs half way, not at either end.
-        change = {
-            "depth": np.maximum(*(_capped(np.abs(side.depth - a.depth)) for side in (b, middle))),
-            "normal": np.maximum(*(_normal_l1(side.normals, a.normals) for side in (b, middle))),
-            "ssim": np.maximum(*(_dissimilarity(ssim_a.map(side)) for side in (ssim_b, middle.normals))),
-            "lpips": _layer_maximum(*(self.lpips.layer_maps(features, lpips_a) for features in (lpips_b, lpips_middle))),
-        }
+        change["lpips"] = _layer_maximum(*(self.lpips.layer_maps(features, lpips_a) for features in (lpips_b, lpips_middle)))
         inside_lpips = self.lpips.pull(inside, lpips_b)
-        references, halfway = (
-            {
-                "depth_l1": _masked_mean(_capped(np.abs(side.depth - b.depth)), inside),
-                "normal_l1": _masked_mean(_normal_l1(side.normals[inside], b.normals[inside]), None),
-                "ssim": max(0.0, 1.0 - _ssim_mean_by_view(region_ssim(side.normals, [ssim_b], [inside])[0])),
-                "lpips": max(0.0, self.lpips.distance(features, lpips_b, inside_lpips)),
-            }
-            for side, features in ((a, lpips_a), (middle, lpips_middle))
-        )  # d(A, B), d(halfway, B)
-        return change, inside_lpips, references, halfway
+        for distances, features in ((references, lpips_a), (halfway, lpips_middle)):  # d(A, B), d(halfway, B)
+            distances["lpips"] = max(0.0, self.lpips.distance(features, lpips_b, inside_lpips))
+        return inside_lpips
 
     def _surface_reference(self, prepared: PreparedReference) -> PreparedReference:
         """`prepared` with every normal read from the depth pass (`depth_normals`), made on first
@@ -477,9 +464,8 @@ class RenderCompare:
             pool = _comparison_pool()
             lpips_features = tuple(pool.map(lambda side: self.lpips.features(_lpips_images([side.normals])), (a, b, middle)))
             ssim_references = tuple(pool.map(lambda side: SsimReference(side.normals), (a, b)))
-            change, inside_lpips, references, halfway = self._reference_distances(
-                a, b, middle, prepared.inside, lpips_features, ssim_references
-            )
+            change, references, halfway = _picture_references(a, b, middle, prepared.inside, ssim_references)
+            inside_lpips = self._lpips_references(change, references, halfway, prepared.inside, lpips_features)
         surface = attrs.evolve(
             prepared, a=a, b=b, lpips_a=lpips_features[0], lpips_b=lpips_features[1], ssim_a=ssim_references[0],
             ssim_b=ssim_references[1], b_change={**prepared.b_change, **change},
@@ -618,6 +604,29 @@ class RenderCompare:
                 agreement.distance(np.asarray(cand.activations), np.asarray(prepared.b.activations))
             )
         return scores_of(distances, *references)
+
+
+def _picture_references(a: Side, b: Side, middle: Side, inside: np.ndarray, ssim_references: tuple) -> tuple[dict, dict, dict]:
+    """Frame B's change against A per pixel, d(A, B) and d(halfway, B) inside, on depth, normals
+    and SSIM (LPIPS: `RenderCompare._lpips_references`), from the three sides' renders (normals as
+    the sides carry them) and A's and B's `SsimReference`."""
+    ssim_a, ssim_b = ssim_references
+    # What frame B changes against A, per pixel; the halfway mesh's too, where larger: an
+    # outline the edit sweeps across (a turning head's) differs half way, not at either end.
+    change = {
+        "depth": np.maximum(*(_capped(np.abs(side.depth - a.depth)) for side in (b, middle))),
+        "normal": np.maximum(*(_normal_l1(side.normals, a.normals) for side in (b, middle))),
+        "ssim": np.maximum(*(_dissimilarity(ssim_a.map(side)) for side in (ssim_b, middle.normals))),
+    }
+    references, halfway = (
+        {
+            "depth_l1": _masked_mean(_capped(np.abs(side.depth - b.depth)), inside),
+            "normal_l1": _masked_mean(_normal_l1(side.normals[inside], b.normals[inside]), None),
+            "ssim": max(0.0, 1.0 - _ssim_mean_by_view(region_ssim(side.normals, [ssim_b], [inside])[0])),
+        }
+        for side in (a, middle)
+    )  # d(A, B), d(halfway, B)
+    return change, references, halfway
 
 
 def activation_references(activations_a, activations_b, halfway=None) -> tuple[float, float]:
