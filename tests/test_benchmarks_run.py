@@ -27,6 +27,9 @@ def test_bench_metric_runs_and_reports_its_split(tmp_path):
     assert figures["machine_speed"]["sgemm_gflops_one_thread"] > 0 and figures["machine_speed"]["cpu_capability"]
     # The libraries' pages (torch, Mitsuba, Warp) that two streams share: hundreds of MB on Linux.
     assert figures["shared_file_mb"] is None or 0 < figures["shared_file_mb"] < figures["peak_rss_mb"]
+    # The rows' peak is reported apart from the set-up's.
+    assert figures["setup_peak_rss_mb"] > 0 and figures["peak_rss_mb"] > 0
+    assert figures["peak_rss_mb_is_rows_only"] in (True, False)
     machine = figures["machine"]
     assert machine["streams"] == 1 and machine["rows_per_s"] > 0
     if machine["peak_mb_sum_shared_once"] is not None:  # one stream: its libraries counted once anyway
@@ -77,3 +80,21 @@ def test_a_spawned_streams_peak_is_its_own_not_its_parents():
     child.join()
     assert bench_metric.peak_mb() > 512 and held.sum() == held.size
     assert 0 < child_peak < bench_metric.peak_mb() - 400
+
+
+def test_reset_peak_starts_the_peak_again_from_the_current_memory():
+    """The rows' peak is told apart from the set-up's: memory held and freed before `reset_peak`
+    is no longer in `peak_mb`."""
+    import numpy as np
+    import pytest
+
+    sys.path.insert(0, str(BENCHMARKS))
+    import bench_metric
+
+    held = np.ones(48 * 2**20)  # 384 MB, freed below (a large array goes back to the system)
+    assert held.sum() == held.size
+    with_it = bench_metric.peak_mb()
+    del held
+    if not bench_metric.reset_peak():
+        pytest.skip("this kernel does not let a process clear its own peak (/proc/self/clear_refs)")
+    assert bench_metric.peak_mb() < with_it - 300
