@@ -62,14 +62,17 @@ class SurfaceFitError(ValueError):
 class SurfaceFitConfig:
     """How the fit runs. reach_m: the Cauchy scale of a vertex's distance to the surface, per
     ICP round from the first value to the last (geometric steps); steps: L-BFGS-B iterations per
-    round; refine_steps: those of the last stage, whose pairs are re-found at every step;
+    round; refine_steps: the most evaluations of the last stage, whose pairs are re-found at every
+    step and which runs until a step lowers its cost by less than refine_ftol (relative): stopped
+    partway, its result would depend on the path it took, which rounding alone changes;
     spacing_m: the surface is sampled at least this densely; the priors pull actions,
     phenotype and bone rotations towards frame A's (per unit squared, against the mean squared
     point-to-plane distance in square millimetres)."""
 
     rounds: int = 6
     steps: int = 30
-    refine_steps: int = 30
+    refine_steps: int = 200
+    refine_ftol: float = 1e-6
     reach_m: tuple[float, float] = (0.02, 0.002)
     spacing_m: float = 0.0015
     action_prior: float = 1e-4
@@ -415,7 +418,8 @@ def _fit(vertices: np.ndarray, faces: np.ndarray, start: BodyState, config: Surf
 
     def refine(x: np.ndarray):
         return scipy.optimize.least_squares(residuals, x, jac=jacobian, bounds=(lower, upper), method="trf", loss="cauchy",
-                                            f_scale=config.reach_m[1] * MM, x_scale="jac", max_nfev=config.refine_steps)  # fmt: skip
+                                            f_scale=config.reach_m[1] * MM, x_scale="jac", ftol=config.refine_ftol,
+                                            max_nfev=config.refine_steps)  # fmt: skip
 
     with threads.one_thread():
         # ICP rounds, the pairs held fixed in each, by gradient descent (L-BFGS-B): the large
