@@ -67,12 +67,15 @@ def _remeshings():
 @click.command()
 @click.option("--views", default=8, show_default=True)
 @click.option("--resolution", default=128, show_default=True)
-@click.option("--part", "parts", multiple=True, help="parts to run (default: all four)")
+@click.option("--part", "parts", multiple=True, type=click.Choice(tuple(LADDER)), help="parts to run (default: all four)")
 @click.option("--remeshing", "remeshings", multiple=True, help="remeshings to run (default: all)")
 @click.option("--decode", "decodes", multiple=True, type=click.Choice(DECODES), help="how foreign meshes are taken (default: both)")
 @click.option("--surface-error", is_flag=True, help="print each edit's surface change against each remeshing's surface error")
 @click.option("--out", type=click.Path(), help="also write the figures as JSON here")
 def main(views, resolution, parts, remeshings, decodes, surface_error, out):
+    unknown = sorted(set(remeshings) - set(_remeshings()))
+    if unknown:
+        raise click.BadParameter(f"unknown remeshing {unknown[0]!r}; choose from {', '.join(_remeshings())}", param_hint="--remeshing")
     if surface_error:
         report = surface_error_table(parts or tuple(LADDER), remeshings or tuple(_remeshings()))
         if out:

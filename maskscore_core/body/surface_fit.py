@@ -33,6 +33,7 @@ import scipy.optimize
 
 from maskscore_core import threads
 from maskscore_core.kept import Kept
+from maskscore_core.body import bounded_gauss_newton
 from maskscore_core.body.anny_model import chain_weights, get_body_model
 from maskscore_core.metric.head_motion import rotation_matrix
 from maskscore_core.metric.render import vertex_normals
@@ -416,10 +417,9 @@ def _fit(vertices: np.ndarray, faces: np.ndarray, start: BodyState, config: Surf
 
     start_x = np.clip(head.origin, lower, upper)
 
-    def refine(x: np.ndarray):
-        return scipy.optimize.least_squares(residuals, x, jac=jacobian, bounds=(lower, upper), method="trf", loss="cauchy",
-                                            f_scale=config.reach_m[1] * MM, x_scale="jac", ftol=config.refine_ftol,
-                                            max_nfev=config.refine_steps)  # fmt: skip
+    def refine(x: np.ndarray) -> bounded_gauss_newton.BoundedFit:
+        return bounded_gauss_newton.solve(residuals, jacobian, x, lower, upper, scale=config.reach_m[1] * MM,
+                                          ftol=config.refine_ftol, max_evaluations=config.refine_steps)  # fmt: skip
 
     with threads.one_thread():
         # ICP rounds, the pairs held fixed in each, by gradient descent (L-BFGS-B): the large
@@ -428,11 +428,12 @@ def _fit(vertices: np.ndarray, faces: np.ndarray, start: BodyState, config: Surf
         x = start_x
         for reach in np.geomspace(*config.reach_m, config.rounds) * MM:
             x = _descend(head, pairs(x), priors, x, reach, (lower, upper), config.steps)
-        # Then the pairs re-found at every step, by Gauss-Newton (trust region; x_scale="jac"
-        # puts a radian of neck and a unit of a subtle action on one footing): what slides along
-        # the surface (a brow raised, an eye turned) shows only in the surface's shape, which
-        # fixed pairs barely follow. It starts twice, from the ICP's result and from frame A
-        # itself (a small edit the ICP rounds blurred), and keeps the lower cost.
+        # Then the pairs re-found at every step, by damped Gauss-Newton whose steps hold the
+        # bounds as constraints (`bounded_gauss_newton`: frame A's actions mostly sit on their
+        # bound, 0, where a reflective trust region leaves them): what slides along the surface
+        # (a brow raised, an eye turned) shows only in the surface's shape, which fixed pairs
+        # barely follow. It starts twice, from the ICP's result and from frame A itself (a small
+        # edit the ICP rounds blurred), and keeps the lower cost.
         found = min((refine(x), refine(start_x)), key=lambda result: result.cost)
         x = found.x
         _targets, _normals, weight = pairs(x)

@@ -119,8 +119,10 @@ NO_ALIGN_PARTS = ("neck",)
 # by a modality is ANNY fitted to it (`body.surface_fit`), what the fit leaves charged as
 # surface_residual; reference-topology scores unchanged. 6: the fit's last stage runs until it
 # converges (it stopped after 30 evaluations, where its path, hence a float32 round trip of the
-# mesh, set the result); reference-topology scores unchanged.
-METRIC_VERSION = 6
+# mesh, set the result); reference-topology scores unchanged. 7: that stage's steps hold the
+# bounds as constraints (`body.bounded_gauss_newton`; scipy's reflective trust region left facial
+# actions on their bound, 0); reference-topology scores unchanged.
+METRIC_VERSION = 7
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
 # distances["ref.<d>"] and ["half.<d>"]: d(A, B) and d(halfway, B) inside, what instruction_following
