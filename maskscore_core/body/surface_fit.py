@@ -77,7 +77,7 @@ class SurfaceFitConfig:
     reach_m: tuple[float, float] = (0.02, 0.002)
     spacing_m: float = 0.0015
     action_prior: float = 1e-4
-    phenotype_prior: float = 1e-2
+    phenotype_prior: float = 1e-1
     rotation_prior: float = 1e-4
 
 
