@@ -121,8 +121,9 @@ NO_ALIGN_PARTS = ("neck",)
 # converges (it stopped after 30 evaluations, where its path, hence a float32 round trip of the
 # mesh, set the result); reference-topology scores unchanged. 7: that stage's steps hold the
 # bounds as constraints (`body.bounded_gauss_newton`; scipy's reflective trust region left facial
-# actions on their bound, 0), and its phenotype prior is 1e-1 (1e-2 read remeshing errors as
-# another subject); reference-topology scores unchanged.
+# actions on their bound, 0), its phenotype prior is 1e-1 (1e-2 read remeshing errors as
+# another subject), and it also lays the mesh's vertices on ANNY's head triangles (a coarse mesh's
+# facets lie inside the surface); reference-topology scores unchanged.
 METRIC_VERSION = 7
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
