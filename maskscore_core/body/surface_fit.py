@@ -289,13 +289,15 @@ def _split_large(corners: np.ndarray, normals: np.ndarray, low: np.ndarray, high
     return np.concatenate(done_corners), np.concatenate(done_normals)
 
 
-def _surface(vertices: np.ndarray, faces: np.ndarray, near: np.ndarray, spacing: float) -> _Surface:
+def _surface(vertices: np.ndarray, faces: np.ndarray, near: np.ndarray, spacing: float,
+             normals: np.ndarray | None = None) -> _Surface:
     """Samples of the triangles near the head (within 5 cm of `near`'s bounding box), on a
     barycentric grid fine enough that no sample is farther than `spacing` from the next, with
     the vertex normals interpolated across each triangle (Phong): a coarse mesh's facets then
     stand for the smooth surface they approximate, and a vertex's distance to the surface changes
     smoothly as it moves from one facet to the next. Large triangles are cut to the region first
-    (`_split_large`); a surface that would take more than MAX_SAMPLES samples is an error."""
+    (`_split_large`); a surface that would take more than MAX_SAMPLES samples is an error.
+    `normals`: the mesh's vertex normals, when the caller has them already."""
     from scipy.spatial import cKDTree
 
     corners = vertices[faces]
@@ -304,7 +306,8 @@ def _surface(vertices: np.ndarray, faces: np.ndarray, near: np.ndarray, spacing:
     keep = _near(corners, low, high) & (area > 0)
     if not keep.any():
         raise SurfaceFitError("the mesh has no surface near frame A's head")
-    corners, corner_normals = _split_large(corners[keep], vertex_normals(vertices, faces)[faces[keep]], low, high)
+    normals = vertex_normals(vertices, faces) if normals is None else normals
+    corners, corner_normals = _split_large(corners[keep], normals[faces[keep]], low, high)
     longest = np.max(np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2), axis=1)
     divisions = np.maximum(1, np.ceil(longest / spacing).astype(np.int64))
     samples = int(np.sum((divisions + 1) * (divisions + 2) // 2))
@@ -379,7 +382,8 @@ def _fit(vertices: np.ndarray, faces: np.ndarray, start: BodyState, config: Surf
     head = linear_head(start)
     body = get_body_model()
     model_normals = _vertex_normals(head, get_reference_mesh().vertices([start])[0])
-    surface = _surface(vertices, faces, head.base, config.spacing_m)
+    mesh_normals = vertex_normals(vertices, faces)
+    surface = _surface(vertices, faces, head.base, config.spacing_m, mesh_normals)
     labels = len(body.phenotype_names)
     phenotype = np.array([float(start.phenotype.get(name, 0.5)) for name in body.phenotype_names])
     rotations = 3 * len(FIT_BONES)
@@ -391,39 +395,29 @@ def _fit(vertices: np.ndarray, faces: np.ndarray, start: BodyState, config: Surf
         np.full(rotations, config.rotation_prior),
     ]))  # fmt: skip
 
-    last: dict = {}
+    points_at = _kept_for_last_x(head.points)
 
+    @_kept_for_last_x
     def pairs(x: np.ndarray):
         """Each head vertex's nearest surface sample at x (its point and normal) and how much the
-        pair counts: the cosine of their normals, squared, 0 where they face apart. The last x's
-        are kept: least squares asks for the residuals and the Jacobian at the same x."""
-        key = x.tobytes()
-        if key not in last:
-            _distance, nearest = surface.tree.query(head.points(x))
-            normals = surface.normals[nearest]
-            weight = np.clip(np.einsum("kd,kd->k", model_normals, normals), 0.0, 1.0)
-            if not weight.any():
-                raise SurfaceFitError("no vertex of frame A's head faces the mesh's surface")
-            last.clear()
-            last[key] = (surface.points[nearest], normals, weight)
-        return last[key]
+        pair counts: the cosine of their normals, squared, 0 where they face apart."""
+        _distance, nearest = surface.tree.query(points_at(x))
+        normals = surface.normals[nearest]
+        weight = np.clip(np.einsum("kd,kd->k", model_normals, normals), 0.0, 1.0)
+        if not weight.any():
+            raise SurfaceFitError("no vertex of frame A's head faces the mesh's surface")
+        return surface.points[nearest], normals, weight
 
-    reverse = _ReversePairs.of(vertices, faces, head, config.reverse_weight)
-    reverse_last: dict = {}
-
-    def reverse_pairs(x: np.ndarray):
-        key = x.tobytes()
-        if key not in reverse_last:
-            reverse_last.clear()
-            reverse_last[key] = reverse.found(head.points(x))
-        return reverse_last[key]
+    reverse = _ReversePairs.of(vertices, mesh_normals, head, config.reverse_weight)
+    reverse_pairs = _kept_for_last_x(lambda x: reverse.found(points_at(x)))
 
     def residuals(x):
         """Point-to-plane distances (mm) to the pairs re-found at x, the mesh's vertices to the
         head's triangles, then the priors."""
         targets, normals, weight = pairs(x)
-        plane = weight * np.einsum("kd,kd->k", head.points(x) - targets, normals) * MM
-        return np.concatenate([plane, reverse.residuals(head.points(x), reverse_pairs(x)), priors * (x - head.origin)])
+        points = points_at(x)
+        plane = weight * np.einsum("kd,kd->k", points - targets, normals) * MM
+        return np.concatenate([plane, reverse.residuals(points, reverse_pairs(x)), priors * (x - head.origin)])
 
     def jacobian(x):
         _targets, normals, weight = pairs(x)
@@ -481,7 +475,8 @@ class _ReversePairs:
     NEAREST = 3
 
     @classmethod
-    def of(cls, vertices: np.ndarray, faces: np.ndarray, head: LinearHead, weight: float) -> "_ReversePairs":
+    def of(cls, vertices: np.ndarray, normals: np.ndarray, head: LinearHead, weight: float) -> "_ReversePairs":
+        """From the mesh's vertices and their normals."""
         from maskscore_core.body.reference_mesh import get_reference_mesh
 
         reference = get_reference_mesh()
@@ -497,7 +492,7 @@ class _ReversePairs:
         low, high = head.base.min(axis=0) - 0.01, head.base.max(axis=0) + 0.01
         near = np.all((vertices >= low) & (vertices <= high), axis=1)
         count = int(near.sum())
-        return cls(points=vertices[near], normals=vertex_normals(vertices, faces)[near], triangles=local[triangles],
+        return cls(points=vertices[near], normals=normals[near], triangles=local[triangles],
                    interior=~border[triangles].any(axis=1),
                    scale=float(np.sqrt(weight * len(head.ids) / count)) if count and weight > 0 else 0.0)  # fmt: skip
 
@@ -510,16 +505,16 @@ class _ReversePairs:
             return None
         corners = head_points[self.triangles]
         _distance, candidates = cKDTree(corners.mean(axis=1)).query(self.points, k=self.NEAREST)
-        best = None
-        for column in range(self.NEAREST):
-            triangle = candidates[:, column]
-            found = (triangle, *_closest_on_triangles(self.points, corners[triangle]))
-            if best is None:
-                best = list(found)
-                continue
+
+        def on(triangle):  # (triangle, barycentric weights, normal, distance)
+            return (triangle, *_closest_on_triangles(self.points, corners[triangle]))
+
+        best = on(candidates[:, 0])
+        for column in range(1, self.NEAREST):
+            found = on(candidates[:, column])
             closer = found[3] < best[3]
-            best = [np.where(closer.reshape(-1, *([1] * (new.ndim - 1))), new, old) for new, old in zip(found, best)]
-        return best[0], best[1], best[2]
+            best = tuple(np.where(closer.reshape(-1, *([1] * (new.ndim - 1))), new, old) for new, old in zip(found, best))
+        return best[:3]
 
     def residuals(self, head_points: np.ndarray, found) -> np.ndarray:
         if found is None:
@@ -557,6 +552,21 @@ def _closest_on_triangles(points: np.ndarray, corners: np.ndarray):
     bary /= np.maximum(bary.sum(axis=1, keepdims=True), 1e-30)
     distance = np.linalg.norm(points - np.einsum("mc,mcd->md", bary, corners), axis=1)
     return bary, normal, distance
+
+
+def _kept_for_last_x(compute):
+    """compute(x), kept for the last x it was asked for: least squares asks for the residuals and
+    the Jacobian at the same x, and both need the same posed head and pairs."""
+    last: dict = {}
+
+    def at(x: np.ndarray):
+        key = x.tobytes()
+        if key not in last:
+            last.clear()
+            last[key] = compute(x)
+        return last[key]
+
+    return at
 
 
 def _descend(head: LinearHead, found, priors: np.ndarray, x: np.ndarray, reach: float, bounds, steps: int) -> np.ndarray:
