@@ -172,6 +172,28 @@ def test_weights_are_asked_for(tmp_path, monkeypatch):
         plugins.call("score", "omniscore", scorer="omniscore", instance=_instance(), candidates=[], ctx=_ctx(tmp_path))
 
 
+def test_list_plugins_tells_the_editor_and_the_scorer_their_own_way_to_the_weights(weights, monkeypatch):
+    """The scorer takes `maskscore eval --weights`, not `--editor-option`; each listing line says
+    which applies to it, and both say where the weights were found once they are."""
+    from click.testing import CliRunner
+
+    from maskscore_core.cli import main
+    from maskscore_qwen3_omni.model import ENV
+
+    monkeypatch.delenv(ENV, raising=False)
+    plugins.reset()
+    lines = CliRunner().invoke(main, ["list-plugins"]).output.splitlines()
+    editor_line = next(line for line in lines if line.strip().startswith("editor qwen3-omni:"))
+    scorer_line = next(line for line in lines if line.strip().startswith("scorer omniscore:"))
+    assert "--editor-option weights=DIR" in editor_line and "--weights DIR to maskscore eval" not in editor_line
+    assert "--weights DIR to maskscore eval" in scorer_line and "--editor-option" not in scorer_line
+    monkeypatch.setenv(ENV, str(weights[0]))
+    plugins.reset()
+    listed = CliRunner().invoke(main, ["list-plugins"]).output
+    assert listed.count(f"weights found at {weights[0]}") == 2
+    plugins.reset()
+
+
 def test_the_taught_model_edits_the_transcript_and_its_output_is_decoded(weights, tmp_path):
     ctx = _ctx(tmp_path, editor_options={"weights": str(weights[1]), "candidates": 2, "temperature": 0.0})
     candidates = plugins.call("edit", "qwen3-omni", editor="qwen3-omni", modality="text", instance=_instance(), ctx=ctx)

@@ -10,12 +10,12 @@ from .model import MODEL_CLASS, found
 
 @hookimpl
 def register_editors(register):
-    register(Editor(_editor.EDITOR, f"{MODEL_CLASS} rewrites the transcript by the instruction; {found()}"))
+    register(Editor(_editor.EDITOR, f"{MODEL_CLASS} rewrites the transcript by the instruction; {found(_editor.EDITOR)}"))
 
 
 @hookimpl
 def register_scorers(register):
-    description = f"{MODEL_CLASS} grades renders, audio or text as strict JSON, Avg@N; {found()}"
+    description = f"{MODEL_CLASS} grades renders, audio or text as strict JSON, Avg@N; {found(_omniscore.SCORER)}"
     register(Scorer(_omniscore.SCORER, description, options=_omniscore.OmniScoreOptions))
 
 

@@ -36,9 +36,10 @@ def check_complete(path: Path) -> None:
         raise WeightsError(f"Qwen3-Omni weights: {path / PROCESSOR_FILES[0]} is missing")
 
 
-def found(path: str | None = None) -> str:
-    """For listings: where the weights are, or why none were found."""
-    return model_editors.weights_found(lambda: weights_dir(path, "qwen3-omni"), check_complete)
+def found(what: str, path: str | None = None) -> str:
+    """For listings: where `what` (the editor or the scorer) finds the weights, or why none were
+    found, with the way to give them that applies to it."""
+    return model_editors.weights_found(lambda: weights_dir(path, what), check_complete)
 
 
 class Omni:
