@@ -1,7 +1,11 @@
 """Speed of the universal metric: rows per second against the floor of its unavoidable work.
 
-One row = one edit scored the way the dataset builder scores it: frames A and B prepared
-(rendered, LPIPS features), then 5 ladder candidates scored on all three dimensions.
+One row = one edit scored the way the dataset builder scores it (the render-compare scorer
+plugin): frame A, the ideal edit (frame B's part on frame A, which instruction_following is
+measured against) and the halfway edit prepared (rendered, LPIPS features), then the 5 rungs of
+the frame-pair ladder scored on all three dimensions. Rungs 1 and 2 are the ideal and the halfway
+edit vertex for vertex, as in every frame-pair row, so the scorer reuses those references'
+renders and features (`render_compare._rendered_reference`) instead of making them again.
 The floor is the same renders and the same AlexNet forwards without any comparison: they are
 recorded while a full row runs (`_recorded_work`: every mesh the renderer is given, every image
 batch AlexNet sees), then replayed with the scorer's own overlap, renders on this thread while
@@ -26,6 +30,7 @@ process's peak is the rows' (`reset_peak` after the set-up); the set-up's is rep
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -52,33 +57,38 @@ def _ladder_meshes():
         pose[body.bone_index("Head"), 1] = head_yaw
         return BodyState(expression=expression, pose=pose, phenotype=phenotype or {})
 
-    # Like a real frame pair: frame B opens the mouth and turns the head by half a degree; the
-    # ladder carries B's mouth onto frame A (rung 1 is not B itself).
+    # A mouth edit as the builder scores it: the references are frame A, the ideal edit (rung 1:
+    # frame B's mouth on frame A) and the halfway edit (rung 2), as `ladder` makes them.
     states = [
         state(),  # frame A
-        state(jaw=0.8, head_yaw=np.radians(0.5)),  # frame B
-        state(jaw=0.8),  # rung 1: frame B's mouth on frame A
-        state(jaw=0.4),  # interpolation
-        state(jaw=0.16),  # partial edit
-        state(brow=1.0),  # wrong part
-        state(jaw=0.8, phenotype={"gender": 0.9, "weight": 0.8, "age": 0.3}),  # wrong subject
+        state(jaw=0.8),  # rung 1: frame B's mouth on frame A (the ideal edit)
+        state(jaw=0.4),  # rung 2: interpolation (the halfway edit)
+        state(jaw=0.16),  # rung 3: partial edit
+        state(brow=1.0),  # rung 4: wrong part
+        state(jaw=0.8, phenotype={"gender": 0.9, "weight": 0.8, "age": 0.3}),  # rung 5: wrong subject
     ]
     vertices = reference.vertices(states)
-    return vertices[0], vertices[1], list(vertices[2:])
+    return vertices[0], list(vertices[1:])
 
 
 def _warm_scorer(views: int, resolution: int, part: str):
-    """(scorer, frame A, frame B, candidates) after one warm-up row (kernels, LPIPS weights)."""
+    """(scorer, the row as a function, candidates) after one warm-up row (kernels, LPIPS weights)."""
     from maskscore_core.plugin.records import Decoded
     from maskscore_core.metric.render_compare import RenderCompare
     from maskscore_core.metric.views import ViewConfig
 
-    frame_a, frame_b, candidates = _ladder_meshes()
-    ref_a, ref_b = Decoded(vertices=frame_a), Decoded(vertices=frame_b)
+    frame_a, candidates = _ladder_meshes()
+    ref_a, ideal, halfway = Decoded(vertices=frame_a), Decoded(vertices=candidates[0]), Decoded(vertices=candidates[1])
     decoded = [Decoded(vertices=v) for v in candidates]
     compare = RenderCompare(ViewConfig(count=views, resolution=resolution))
-    compare.score(compare.prepare(ref_a, ref_b, part), decoded)
-    return compare, ref_a, ref_b, decoded
+    row = functools.partial(_row, compare, ref_a, ideal, halfway, part, decoded)
+    row()
+    return compare, row, decoded
+
+
+def _row(compare, ref_a, ideal, halfway, part, decoded):
+    """One row: the references prepared, the candidates scored."""
+    return compare.score(compare.prepare(ref_a, ideal, part, halfway=halfway), decoded)
 
 
 def peak_mb() -> float:
@@ -124,11 +134,11 @@ def shared_file_mb() -> float | None:
 
 def _stream(rows: int, views: int, resolution: int, part: str, barrier, results) -> None:
     """One scoring stream in its own process, on its share of the cores (MASKSCORE_THREADS)."""
-    compare, ref_a, ref_b, decoded = _warm_scorer(views, resolution, part)
+    _compare, row, _decoded = _warm_scorer(views, resolution, part)
     barrier.wait()
     start = time.time()
     for _ in range(rows):
-        compare.score(compare.prepare(ref_a, ref_b, part), decoded)
+        row()
     end = time.time()
     results.put((start, end, peak_mb(), shared_file_mb()))
 
@@ -268,13 +278,10 @@ def main(out_path, rows, views, resolution, part, streams):
     import torch
 
     setup_start = time.perf_counter()
-    compare, ref_a, ref_b, decoded = _warm_scorer(views, resolution, part)
+    compare, full_row, decoded = _warm_scorer(views, resolution, part)
     setup_s = time.perf_counter() - setup_start
     setup_peak_mb = peak_mb()
     peak_was_reset = reset_peak()
-
-    def full_row():
-        return compare.score(compare.prepare(ref_a, ref_b, part), decoded)
 
     meshes, batches = _recorded_work(compare, full_row)
     floor_row = _floor(compare, meshes, batches)

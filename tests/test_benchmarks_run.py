@@ -21,7 +21,8 @@ def test_bench_metric_runs_and_reports_its_split(tmp_path):
     out = tmp_path / "bench_metric.json"
     _run("bench_metric.py", "--rows", "1", "--views", "2", "--resolution", "32", "--streams", "1", "--out", str(out))
     figures = json.loads(out.read_text())
-    assert figures["renders_per_row"] == 8 and figures["alexnet_images_per_row"] == 16
+    # frame A, the ideal and the halfway edit, and rungs 3-5: rungs 1 and 2 are those references
+    assert figures["renders_per_row"] == 6 and figures["alexnet_images_per_row"] == 12
     assert set(figures["stage_cpu_s"]) == {"renders", "alexnet", "full_row", "comparisons"}
     assert figures["full_over_floor_cpu"] > 0 and len(figures["overall_scores"]) == 5
     assert figures["machine_speed"]["sgemm_gflops_one_thread"] > 0 and figures["machine_speed"]["cpu_capability"]

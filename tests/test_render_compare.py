@@ -76,6 +76,38 @@ def test_scoring_is_deterministic_and_batching_changes_nothing(small, jaw_edit):
         assert alone.distances[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
 
 
+@pytest.mark.parametrize("part", ["mouth", "neck", "eyebrow"])
+def test_a_candidate_that_is_a_reference_is_not_rendered_again_and_scores_the_same(small, part, monkeypatch):
+    """A frame-pair ladder's rungs 1 and 2 are the ideal and the halfway edit vertex for vertex:
+    their renders and features are the references', and their distances the ones `prepare`
+    measured, so every distance and score equals what rendering and comparing them gives (the
+    neck is not aligned onto frame A's head; the mouth and the eyebrow are)."""
+    from maskscore_core.metric import render_compare
+
+    edit, full = {"mouth": ("jawOpen", 0.8), "neck": ("bone:Neck1:1", 0.2), "eyebrow": ("browInnerUp", 0.8)}[part]
+    a, ideal, halfway = mesh(), mesh({edit: full}), mesh({edit: full / 2})
+    candidates = [ideal, halfway, mesh({edit: full / 5}), mesh({"mouthSmileLeft": 0.7}), mesh({edit: full}, OTHER_SUBJECT)]
+    renders, forwards = [], []
+    render, features = small.renderer.render, small.lpips.features
+    monkeypatch.setattr(small.renderer, "render", lambda v, *args, **kw: renders.append(1) or render(v, *args, **kw))
+    monkeypatch.setattr(small.lpips, "features", lambda images: forwards.append(len(images)) or features(images))
+
+    def row():
+        renders.clear(), forwards.clear()
+        scores = small.score(small.prepare(a, ideal, part, halfway=halfway), candidates)
+        return scores, len(renders), sum(forwards)
+
+    reused, reused_renders, reused_images = row()
+    monkeypatch.setattr(render_compare, "_rendered_reference", lambda prepared, vertices: None)
+    compared, compared_renders, compared_images = row()
+    assert (reused_renders, reused_images) == (compared_renders - 2, compared_images - 2 * SMALL.count)
+    for mine, theirs in zip(reused, compared):
+        assert list(mine.distances.items()) == list(theirs.distances.items())
+        assert (mine.instruction_following, mine.consistency, mine.overall) == (
+            theirs.instruction_following, theirs.consistency, theirs.overall)  # fmt: skip
+    assert reused[0].instruction_following == 1.0 and reused[1].consistency == pytest.approx(1.0, abs=1e-4)
+
+
 def test_depth_only_candidates_compare_the_depth_channel(small, jaw_edit):
     a, b, prepared = jaw_edit
     half = mesh({"jawOpen": 0.4})

@@ -424,7 +424,7 @@ class RenderCompare:
         )  # fmt: skip
         prepared.lazy["inside_lpips"] = inside_lpips  # the part's mask at LPIPS's layer sizes, for every candidate
         # for the references of meshes of their own topology (`_surface_reference`)
-        prepared.lazy.update(middle=middle, b_vertices=vertices_b, middle_as_is=middle_as_is)
+        prepared.lazy.update(middle=middle, b_vertices=vertices_b, middle_as_is=middle_as_is, lpips_middle=lpips_middle)
         _appearance_reference(prepared, middle)
         return prepared
 
@@ -515,7 +515,7 @@ class RenderCompare:
         # float summation order, so scores do not depend on the machine's cores.
         with threads.one_thread():
             sides: list[Side] = []
-            pictures, pending = [], {}
+            pictures, pending, known = [], {}, {}  # known: candidates that are frame B or the halfway mesh
 
             def alexnet(normals):
                 return self.lpips.features(_lpips_images([normals]))
@@ -527,13 +527,24 @@ class RenderCompare:
                 elif isinstance(candidate, Decoded) and candidate.faces is not None:
                     mesh, motion, surface = self._laid_onto_a(prepared, candidate, f"candidate {i}")
                     candidate, vertices = attrs.evolve(candidate, faces=mesh.faces), mesh.vertices
-                side = attrs.evolve(self._side(candidate, f"candidate {i}", prepared.framing, vertices), head_motion=motion)
-                if surface is not None:
-                    side = attrs.evolve(side, surface_residual=self._surface_residual(side, surface, prepared.framing))
+                reused = _rendered_reference(prepared, vertices) if vertices is not None and candidate.faces is None else None
+                if reused is not None:  # the very mesh of a reference: its render, features, distances
+                    which, side, features_of_side = reused
+                    side = attrs.evolve(side, activations=candidate.activations, appearance=candidate.appearance,
+                                        head_motion=motion)  # fmt: skip
+                    pending[i] = _done(features_of_side)
+                    if which != "a":
+                        known[i] = which
+                        pictures.append(_done(_reference_distances(prepared, side, which)))
+                else:
+                    side = attrs.evolve(self._side(candidate, f"candidate {i}", prepared.framing, vertices), head_motion=motion)
+                    if surface is not None:
+                        side = attrs.evolve(side, surface_residual=self._surface_residual(side, surface, prepared.framing))
+                    if side.normals is not None:
+                        pending[i] = pool.submit(alexnet, side.normals)
                 sides.append(side)
-                if side.normals is not None:
-                    pending[i] = pool.submit(alexnet, side.normals)
-                pictures.append(pool.submit(self._picture_distances, prepared, side))
+                if i not in known:
+                    pictures.append(pool.submit(self._picture_distances, prepared, side))
             rendered = [i for i, s in enumerate(sides) if s.normals is not None]
             features = {i: future.result() for i, future in pending.items()}
             distances = [future.result() for future in pictures]
@@ -546,7 +557,10 @@ class RenderCompare:
                 beyond = {size: torch.clamp(own[size] - prepared.b_change["lpips"][size], min=0.0) for size in own}
                 return follow, self.lpips.masked_layer_mean(beyond, outside, features[i])
 
-            lpips = dict(zip(rendered, pool.map(lpips_of, rendered)))
+            computed = [i for i in rendered if i not in known]
+            lpips = dict(zip(computed, pool.map(lpips_of, computed)))
+            # d(B, B) is 0 and d(halfway, B) is the prepared one; neither changes A beyond B or halfway.
+            lpips.update({i: (0.0 if which == "b" else prepared.halfway["lpips"], 0.0) for i, which in known.items()})
         return [self._finish(prepared, side, *distances[i], lpips.get(i)) for i, side in enumerate(sides)]
 
     def _b_as_is(self, prepared: PreparedReference) -> tuple[np.ndarray, float]:
@@ -610,6 +624,51 @@ class RenderCompare:
                 agreement.distance(np.asarray(cand.activations), np.asarray(prepared.b.activations))
             )
         return scores_of(distances, *references)
+
+
+def _rendered_reference(prepared: PreparedReference, vertices: np.ndarray | None):
+    """(side, LPIPS features) of the reference (frame A, frame B, the halfway mesh) whose
+    rendered vertices are exactly `vertices`, or None. A frame-pair ladder's rung 1 is the ideal
+    edit and its rung 2 the halfway edit, vertex for vertex: the same vertices give the same
+    render and the same features, so they are not rendered and run through AlexNet again. Only
+    where the reference's normals are its render's own (not read from depth for meshes of their
+    own topology, `_surface_reference`)."""
+    if vertices is None:
+        return None
+    middle = prepared.lazy.get("middle")
+    for which, side, features in (("a", prepared.a, prepared.lpips_a), ("b", prepared.b, prepared.lpips_b),
+                                  ("halfway", middle, prepared.lazy.get("lpips_middle"))):  # fmt: skip
+        if (side is not None and features is not None and side.render is not None and side.normals is side.render.normals
+                and side.render_vertices is not None and side.render_vertices.shape == vertices.shape
+                and np.array_equal(side.render_vertices, vertices)):  # fmt: skip
+            return which, side, features
+    return None
+
+
+def _reference_distances(prepared: PreparedReference, cand: Side, which: str):
+    """`RenderCompare._picture_distances` of a candidate that is frame B ("b") or the halfway mesh
+    ("halfway") itself, from what `prepare` measured: its distances to B inside are 0 (B) or
+    d(halfway, B); outside, its change against A per pixel is one of the two that frame B's change
+    is the larger of, so nothing exceeds it (0); its head motion is its own. The same numbers the
+    pixels give (tested), without going over them again."""
+    inside = prepared.inside
+    outside = (prepared.covered | cand.coverage) & ~inside
+    for dimension, region in (("instruction_following", inside), ("consistency", outside)):
+        if not region.any():
+            raise RenderCompareError(f"{dimension}: its region holds no pixel in any view")
+    pictures = ("depth_l1", "normal_l1", "ssim")
+    follow = {name: 0.0 if which == "b" else prepared.halfway[name] for name in pictures}
+    rest = dict.fromkeys(pictures, 0.0)
+    if cand.head_motion is not None:
+        rest["head_motion"] = max(0.0, cand.head_motion - (prepared.b.head_motion or 0.0))
+    return {"instruction_following": follow, "consistency": rest}, outside, (dict(prepared.references), dict(prepared.halfway))
+
+
+def _done(value) -> concurrent.futures.Future:
+    """A future that already holds `value` (a reused reference's features beside computed ones)."""
+    future = concurrent.futures.Future()
+    future.set_result(value)
+    return future
 
 
 def _picture_references(a: Side, b: Side, middle: Side, inside: np.ndarray, ssim_references: tuple) -> tuple[dict, dict, dict]:
