@@ -627,7 +627,7 @@ class RenderCompare:
 
 
 def _rendered_reference(prepared: PreparedReference, vertices: np.ndarray | None):
-    """(side, LPIPS features) of the reference (frame A, frame B, the halfway mesh) whose
+    """(which: "a", "b" or "halfway"; its side; its LPIPS features) of the reference whose
     rendered vertices are exactly `vertices`, or None. A frame-pair ladder's rung 1 is the ideal
     edit and its rung 2 the halfway edit, vertex for vertex: the same vertices give the same
     render and the same features, so they are not rendered and run through AlexNet again. Only
