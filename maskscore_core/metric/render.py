@@ -276,14 +276,14 @@ class _Scene:
             self.params[self.faces_key] = mi.UInt32(np.ascontiguousarray(self.faces[shown], dtype=np.uint32).ravel())
             self.params.update()
             image = np.array(mi.render(self.scene, seed=0, spp=1), dtype=np.float32)
-        # (H, N*W, 5) -> (N, H, W, 5), contiguous once so that every pass below reads it in order
-        image = image.reshape(self.height, self.views, self.width, image.shape[-1])
-        image = np.ascontiguousarray(image.transpose(1, 0, 2, 3))
-        coverage = image[..., 0] > 0
+        # (H, N*W, 5) seen as (N, H, W, 5) without a copy; each pass is written out in (N, H, W)
+        # order as it is read (copying the whole image first cost more than the passes together)
+        image = image.reshape(self.height, self.views, self.width, image.shape[-1]).transpose(1, 0, 2, 3)
+        coverage = np.greater(image[..., 0], 0, order="C")
         depth = np.where(coverage, image[..., 0] + self.near_offset, np.float32(0.0))
         normals = np.ascontiguousarray(image[..., 1:4])
         # prim_index is a whole number (exact in float32 below 2^24): an index into the faces shown
-        hit = np.minimum(image[..., 4].astype(np.int32), np.int32(len(shown) - 1))
+        hit = np.minimum(image[..., 4].astype(np.int32, order="C"), np.int32(len(shown) - 1))
         face_id = np.where(coverage, shown.astype(np.int32)[hit], np.int32(-1))
         return RenderResult(depth=depth, normals=normals, face_id=face_id, coverage=coverage)
 
