@@ -5,7 +5,9 @@ plugin): frame A, the ideal edit (frame B's part on frame A, which instruction_f
 measured against) and the halfway edit prepared (rendered, LPIPS features), then the 5 rungs of
 the frame-pair ladder scored on all three dimensions. Rungs 1 and 2 are the ideal and the halfway
 edit vertex for vertex, as in every frame-pair row, so the scorer reuses those references'
-renders and features (`render_compare._rendered_reference`) instead of making them again.
+renders and features (`render_compare._rendered_reference`) instead of making them again;
+`reuse_speedup` times the same row with that turned off, interleaved, and checks the distances
+are the same.
 The floor is the same renders and the same AlexNet forwards without any comparison: they are
 recorded while a full row runs (`_recorded_work`: every mesh the renderer is given, every image
 batch AlexNet sees), then replayed with the scorer's own overlap, renders on this thread while
@@ -226,6 +228,19 @@ def _recorded_work(compare, full_row) -> tuple[list, list]:
     return meshes, batches
 
 
+def _without_reuse(row):
+    """`row()` with no candidate taking a reference's render (`render_compare._rendered_reference`
+    finding none): what rungs 1 and 2 would cost if they were rendered and compared again."""
+    from maskscore_core.metric import render_compare
+
+    found = render_compare._rendered_reference
+    render_compare._rendered_reference = lambda prepared, vertices: None
+    try:
+        return row()
+    finally:
+        render_compare._rendered_reference = found
+
+
 def _floor(compare, meshes, batches):
     """The floor row: the recorded renders on this thread while the recorded AlexNet forwards run
     on the scorer's pool, one torch thread each, as the scorer runs them; no comparison."""
@@ -287,8 +302,8 @@ def main(out_path, rows, views, resolution, part, streams):
     floor_row = _floor(compare, meshes, batches)
     stages = _stage_cpu(compare, meshes, batches, full_row)
 
-    # Interleave full and floor rows so that load from other processes hits both alike.
-    full_times, floor_times, full_cpu, floor_cpu = [], [], [], []
+    # Interleave full, floor and unreused rows so that load from other processes hits all alike.
+    full_times, floor_times, full_cpu, floor_cpu, unreused_times = [], [], [], [], []
     for _ in range(rows):
         start, cpu = time.perf_counter(), time.process_time()
         floor_row()
@@ -298,6 +313,11 @@ def main(out_path, rows, views, resolution, part, streams):
         scores = full_row()
         full_times.append(time.perf_counter() - start)
         full_cpu.append(time.process_time() - cpu)
+        start = time.perf_counter()
+        unreused = _without_reuse(full_row)
+        unreused_times.append(time.perf_counter() - start)
+        if [s.distances for s in unreused] != [s.distances for s in scores]:
+            raise SystemExit("the reused references' distances differ from rendering the candidates again")
     full_s, floor_s = float(np.median(full_times)), float(np.median(floor_times))
     full_cpu_s, floor_cpu_s = float(np.median(full_cpu)), float(np.median(floor_cpu))
     rows_peak_mb = peak_mb()
@@ -325,6 +345,9 @@ def main(out_path, rows, views, resolution, part, streams):
         "row_cpu_s_median": round(full_cpu_s, 4),
         "floor_row_cpu_s_median": round(floor_cpu_s, 4),
         "full_over_floor_cpu": round(full_cpu_s / floor_cpu_s, 3),
+        # the same row with every candidate rendered and compared, rungs 1 and 2 included
+        "rows_per_s_without_reuse": round(1.0 / float(np.median(unreused_times)), 3),
+        "reuse_speedup": round(float(np.median(unreused_times)) / full_s, 3),
         "load_average_1min": round(os.getloadavg()[0], 2),
         "peak_rss_mb": round(rows_peak_mb, 1),
         # the set-up's peak: loading the body model and LPIPS (building their caches on a fresh machine)
@@ -345,6 +368,8 @@ def main(out_path, rows, views, resolution, part, streams):
         ("row CPU s", figures["row_cpu_s_median"], ""),
         ("floor CPU s", figures["floor_row_cpu_s_median"], ""),
         ("full/floor CPU", figures["full_over_floor_cpu"], ""),
+        ("rows/s no reuse", figures["rows_per_s_without_reuse"], "rungs 1 and 2 rendered again"),
+        ("reuse speedup", figures["reuse_speedup"], "same distances (checked)"),
         *((f"CPU s {name}", value, "one row, one thread") for name, value in stages.items()),
         ("load avg 1 min", figures["load_average_1min"], ""),
         ("sgemm GFLOPS", speed["sgemm_gflops_one_thread"], f"one thread, {speed['cpu_capability']}"),
