@@ -578,11 +578,7 @@ class RenderCompare:
     def _picture_distances(self, prepared: PreparedReference, cand: Side):
         """Depth L1, normal L1 and SSIM of both dimensions (everything but LPIPS), the
         consistency region, and d(A, B) where it differs from the prepared one (depth maps)."""
-        inside = prepared.inside
-        outside = (prepared.covered | cand.coverage) & ~inside
-        for dimension, region in (("instruction_following", inside), ("consistency", outside)):
-            if not region.any():
-                raise RenderCompareError(f"{dimension}: its region holds no pixel in any view")
+        inside, outside = _regions(prepared, cand)
         change, a, b = prepared.b_change, prepared.a, prepared.b
         follow, rest, references, halfway = {}, {}, dict(prepared.references), dict(prepared.halfway)
         depth_b = b.depth
@@ -626,15 +622,24 @@ class RenderCompare:
         return scores_of(distances, *references)
 
 
-def _rendered_reference(prepared: PreparedReference, vertices: np.ndarray | None):
+def _regions(prepared: PreparedReference, cand: Side) -> tuple[np.ndarray, np.ndarray]:
+    """(inside, outside) of a candidate: the part's pixels, and every other pixel A, B or the
+    candidate covers; a region with no pixel in any view is an error."""
+    inside = prepared.inside
+    outside = (prepared.covered | cand.coverage) & ~inside
+    for dimension, region in (("instruction_following", inside), ("consistency", outside)):
+        if not region.any():
+            raise RenderCompareError(f"{dimension}: its region holds no pixel in any view")
+    return inside, outside
+
+
+def _rendered_reference(prepared: PreparedReference, vertices: np.ndarray):
     """(which: "a", "b" or "halfway"; its side; its LPIPS features) of the reference whose
     rendered vertices are exactly `vertices`, or None. A frame-pair ladder's rung 1 is the ideal
     edit and its rung 2 the halfway edit, vertex for vertex: the same vertices give the same
     render and the same features, so they are not rendered and run through AlexNet again. Only
     where the reference's normals are its render's own (not read from depth for meshes of their
     own topology, `_surface_reference`)."""
-    if vertices is None:
-        return None
     middle = prepared.lazy.get("middle")
     for which, side, features in (("a", prepared.a, prepared.lpips_a), ("b", prepared.b, prepared.lpips_b),
                                   ("halfway", middle, prepared.lazy.get("lpips_middle"))):  # fmt: skip
@@ -651,11 +656,7 @@ def _reference_distances(prepared: PreparedReference, cand: Side, which: str):
     d(halfway, B); outside, its change against A per pixel is one of the two that frame B's change
     is the larger of, so nothing exceeds it (0); its head motion is its own. The same numbers the
     pixels give (tested), without going over them again."""
-    inside = prepared.inside
-    outside = (prepared.covered | cand.coverage) & ~inside
-    for dimension, region in (("instruction_following", inside), ("consistency", outside)):
-        if not region.any():
-            raise RenderCompareError(f"{dimension}: its region holds no pixel in any view")
+    _inside, outside = _regions(prepared, cand)
     pictures = ("depth_l1", "normal_l1", "ssim")
     follow = {name: 0.0 if which == "b" else prepared.halfway[name] for name in pictures}
     rest = dict.fromkeys(pictures, 0.0)
