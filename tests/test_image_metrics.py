@@ -199,6 +199,11 @@ def test_lpips_input_checks(lpips_model):
         lpips_model.features(torch.zeros(2, 64, 64, 3))
     with pytest.raises(im.ImageShapeError, match=r"\[-1, 1\]"):
         lpips_model.features(torch.full((1, 3, 64, 64), 2.0))
+    for bad in (float("nan"), float("inf"), -float("inf")):  # one bad pixel among valid ones
+        images = torch.zeros(2, 3, 64, 64)
+        images[1, 2, 30, 40] = bad
+        with pytest.raises(im.ImageShapeError, match="NaN or infinite"):
+            lpips_model.features(images)
     with pytest.raises(im.ImageShapeError, match="multiple"):
         lpips_model.distance_map(lpips_model.features(torch.zeros(3, 3, 64, 64)),
                                  lpips_model.features(torch.zeros(2, 3, 64, 64)))

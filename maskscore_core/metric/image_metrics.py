@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import warnings
 from pathlib import Path
@@ -450,10 +451,12 @@ class Lpips:
         if x.ndim != 4 or x.shape[1] != 3:
             raise ImageShapeError(f"LPIPS expects (N, 3, H, W) images, got {tuple(x.shape)}")
         x = x.to(torch.float32)
-        if not torch.isfinite(x).all():
+        # One pass checks both: amax propagates NaN, and an infinity is its own maximum.
+        magnitude = float(x.abs().amax())
+        if not math.isfinite(magnitude):
             raise ImageShapeError("LPIPS input holds NaN or infinite values")
-        if float(x.abs().max()) > 1.0 + 1e-5:
-            raise ImageShapeError(f"LPIPS expects values in [-1, 1], got a maximum magnitude of {float(x.abs().max()):.4g}")
+        if magnitude > 1.0 + 1e-5:
+            raise ImageShapeError(f"LPIPS expects values in [-1, 1], got a maximum magnitude of {magnitude:.4g}")
         import lpips
 
         with torch.no_grad():
