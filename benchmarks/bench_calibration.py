@@ -1,5 +1,5 @@
 """Calibration of the universal metric: what its scores say along an edit, and how every subject is
-framed (issue 12). Prints three tables (docs/metric.md, "Calibration", shows this output):
+framed (issue 12). Prints four tables (docs/metric.md, "Calibration", shows this output):
 
 1. parts: meshes made straight from ANNY (default subject, arms lowered as the built-in source
    lowers them), each part's edit made a fraction f = 0, 0.25, 0.5, 0.75, 1 of the way, then
@@ -10,7 +10,10 @@ framed (issue 12). Prints three tables (docs/metric.md, "Calibration", shows thi
    encoded by the modality and scored by the `render-compare` scorer plugin;
 3. coverage: each part's pixels for subjects at the corners of the source's phenotype box,
    relative to the default subject's, with the views framed on the subject's head (as scored)
-   and with the fixed cameras of before.
+   and with the fixed cameras of before;
+4. coverage over the whole box: the same ratio for every corner of all six labels of the box and
+   for subjects drawn uniformly inside it (seeded), per part the lowest, the highest and how many
+   subjects fall outside +/- 20 % (the corners of table 3 vary height, age and gender only).
 
     .venv/bin/python benchmarks/bench_calibration.py --out out/bench/bench_calibration.json
 """
@@ -144,6 +147,69 @@ def report(figures: dict) -> None:
         print(how)
         for name, ratios in cover[how].items():
             print(f"  {name:<17}" + " ".join(f"{ratios[p]:7.2f}" for p in COVERAGE_PARTS))
+    if "box coverage" in figures:
+        box = figures["box coverage"]
+        print(f"\n4. part pixels relative to the default subject's over the box ({box['subjects']} subjects: 64 corners,"
+              f" {box['subjects'] - 64} drawn), framed")
+        print(f"{'part':<12}{'lowest':>8}  {'subject':<58}{'highest':>8}  {'subject':<58}outside +/-20 %")
+        for p, row in box["parts"].items():
+            print(f"{p:<12}{row['lowest']:8.3f}  {row['lowest_subject']:<58}{row['highest']:8.3f}  {row['highest_subject']:<58}"
+                  f"{row['outside_20_percent']}")  # fmt: skip
+
+
+def box_subjects(draws: int, seed: int = 0) -> dict[str, dict[str, float]]:
+    """Every corner of trials.subjects.PHENOTYPE_RANGES (2^6) and `draws` subjects drawn uniformly
+    inside it with `default_rng(seed)`, named by their values."""
+    import itertools
+
+    from maskscore_core.trials.subjects import PHENOTYPE_RANGES
+
+    labels = list(PHENOTYPE_RANGES)
+    subjects = {}
+    for ends in itertools.product((0, 1), repeat=len(labels)):
+        phenotype = {label: PHENOTYPE_RANGES[label][end] for label, end in zip(labels, ends)}
+        subjects["corner " + " ".join(f"{label[:3]}={value:g}" for label, value in phenotype.items())] = phenotype
+    rng = np.random.default_rng(seed)
+    low, high = (np.array([r[k] for r in PHENOTYPE_RANGES.values()]) for k in (0, 1))
+    for n in range(draws):
+        values = rng.uniform(low, high)
+        subjects[f"drawn {n}"] = {label: round(float(v), 4) for label, v in zip(labels, values)}
+    return subjects
+
+
+def box_coverage(views: int, resolution: int, draws: int, parts_list=COVERAGE_PARTS) -> dict:
+    """Per part: the lowest and highest framed coverage ratio over `box_subjects(draws)` and how
+    many subjects fall outside [0.8, 1.2]."""
+    from maskscore_core.body import parts
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.render import get_renderer
+    from maskscore_core.metric.views import ViewConfig, subject_framing
+
+    renderer = get_renderer(ViewConfig(count=views, resolution=resolution))
+
+    def pixels(phenotype):
+        vertices = subject_framing(phenotype).apply(get_reference_mesh().vertices([edited_state({}, 0.0, phenotype)])[0])
+        render = renderer.render(vertices)
+        return {p: int(parts.pixel_mask(render, p).sum()) for p in parts_list}
+
+    default = pixels({})
+    shown = [p for p in parts_list if default[p] > 0]  # at a small resolution an iris may show no pixel
+    subjects = box_subjects(draws)
+    ratios = {}
+    for name, phenotype in subjects.items():
+        counts = pixels(phenotype)
+        ratios[name] = {p: counts[p] / default[p] for p in shown}
+    out = {"subjects": len(subjects), "phenotypes": subjects, "parts": {},
+           "not shown on the default subject": [p for p in parts_list if p not in shown]}  # fmt: skip
+    for p in shown:
+        lowest = min(ratios, key=lambda name: ratios[name][p])
+        highest = max(ratios, key=lambda name: ratios[name][p])
+        out["parts"][p] = {
+            "lowest": ratios[lowest][p], "lowest_subject": lowest,
+            "highest": ratios[highest][p], "highest_subject": highest,
+            "outside_20_percent": sum(not 0.8 <= r[p] <= 1.2 for r in ratios.values()),
+        }  # fmt: skip
+    return out
 
 
 @click.command()
@@ -152,7 +218,9 @@ def report(figures: dict) -> None:
 @click.option("--resolution", default=256, show_default=True, type=click.IntRange(min=16))
 @click.option("--instances", default=2, show_default=True, type=click.IntRange(min=0),
               help="built-in instances per modality (0: skip the modality table)")
-def main(out_path, views, resolution, instances):
+@click.option("--box-draws", default=30, show_default=True, type=click.IntRange(min=0),
+              help="subjects drawn inside the phenotype box for table 4, beside its 64 corners")
+def main(out_path, views, resolution, instances, box_draws):
     from maskscore_core.metric.render_compare import METRIC_VERSION, RenderCompare
     from maskscore_core.metric.views import ViewConfig
 
@@ -163,6 +231,7 @@ def main(out_path, views, resolution, instances):
         with tempfile.TemporaryDirectory(prefix="maskscore-calibration-") as workdir:
             figures["modalities"] = modality_sweeps(views, resolution, instances, Path(workdir))
     figures["coverage"] = coverage(views, resolution)
+    figures["box coverage"] = box_coverage(views, resolution, box_draws)
     figures["seconds"] = time.perf_counter() - start
     report(figures)
     if out_path:

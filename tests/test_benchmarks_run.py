@@ -100,3 +100,27 @@ def test_reset_peak_starts_the_peak_again_from_the_current_memory():
     if not bench_metric.reset_peak():
         pytest.skip("this kernel does not let a process clear its own peak (/proc/self/clear_refs)")
     assert bench_metric.peak_mb() < with_it - 300
+
+
+def test_bench_calibration_surveys_every_corner_of_the_phenotype_box():
+    """Table 4 covers the 2^6 corners of the source's box plus seeded draws inside it, and reports
+    per part the extremes of the framed coverage ratio and how many subjects leave +/- 20 %."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        import bench_calibration
+    finally:
+        sys.path.pop(0)
+    from maskscore_core.trials.subjects import PHENOTYPE_RANGES
+
+    subjects = bench_calibration.box_subjects(3)
+    corners = [ph for name, ph in subjects.items() if name.startswith("corner")]
+    assert len(subjects) == 64 + 3 and len({tuple(sorted(ph.items())) for ph in corners}) == 64
+    for phenotype in subjects.values():
+        assert set(phenotype) == set(PHENOTYPE_RANGES)
+        assert all(PHENOTYPE_RANGES[k][0] <= v <= PHENOTYPE_RANGES[k][1] for k, v in phenotype.items())
+    assert bench_calibration.box_subjects(3) == subjects  # seeded
+
+    box = bench_calibration.box_coverage(4, 48, 1, parts_list=("mouth", "neck"))
+    assert box["subjects"] == 65 and set(box["parts"]) == {"mouth", "neck"}
+    for row in box["parts"].values():
+        assert 0 < row["lowest"] <= row["highest"] and 0 <= row["outside_20_percent"] <= 65
