@@ -94,28 +94,30 @@ def modality_sweeps(views: int, resolution: int, instances: int, workdir: Path) 
     return out
 
 
-def coverage(views: int, resolution: int) -> dict:
-    """{subject: {part: pixels / default subject's pixels}} framed and with fixed cameras."""
+def part_pixels(views: int, resolution: int, phenotype: dict, parts_list=COVERAGE_PARTS, framed: bool = True) -> dict:
+    """{part: pixels} of the subject at rest on the scorer's views, framed on its head as scored
+    (`views.subject_framing`) or seen by the fixed cameras of before."""
     from maskscore_core.body import parts
     from maskscore_core.body.reference_mesh import get_reference_mesh
     from maskscore_core.metric.render import get_renderer
     from maskscore_core.metric.views import ViewConfig, subject_framing
 
-    renderer = get_renderer(ViewConfig(count=views, resolution=resolution))
+    vertices = get_reference_mesh().vertices([edited_state({}, 0.0, phenotype)])[0]
+    if framed:
+        vertices = subject_framing(phenotype).apply(vertices)
+    render = get_renderer(ViewConfig(count=views, resolution=resolution)).render(vertices)
+    return {p: int(parts.pixel_mask(render, p).sum()) for p in parts_list}
 
-    def pixels(phenotype, framed):
-        vertices = get_reference_mesh().vertices([edited_state({}, 0.0, phenotype)])[0]
-        if framed:
-            vertices = subject_framing(phenotype).apply(vertices)
-        render = renderer.render(vertices)
-        return {p: int(parts.pixel_mask(render, p).sum()) for p in COVERAGE_PARTS}
 
-    default = pixels({}, True)
+def coverage(views: int, resolution: int) -> dict:
+    """{subject: {part: pixels / default subject's pixels}} framed and with fixed cameras."""
+    default = part_pixels(views, resolution, {})
     out = {"default pixels": default}
     for how, framed in (("framed", True), ("fixed cameras", False)):
         out[how] = {
-            name: {p: n / default[p] for p, n in pixels(phenotype, framed).items()} for name, phenotype in SUBJECTS.items()
-        }
+            name: {p: n / default[p] for p, n in part_pixels(views, resolution, phenotype, framed=framed).items()}
+            for name, phenotype in SUBJECTS.items()
+        }  # fmt: skip
     return out
 
 
@@ -180,24 +182,12 @@ def box_subjects(draws: int, seed: int = 0) -> dict[str, dict[str, float]]:
 def box_coverage(views: int, resolution: int, draws: int, parts_list=COVERAGE_PARTS) -> dict:
     """Per part: the lowest and highest framed coverage ratio over `box_subjects(draws)` and how
     many subjects fall outside [0.8, 1.2]."""
-    from maskscore_core.body import parts
-    from maskscore_core.body.reference_mesh import get_reference_mesh
-    from maskscore_core.metric.render import get_renderer
-    from maskscore_core.metric.views import ViewConfig, subject_framing
-
-    renderer = get_renderer(ViewConfig(count=views, resolution=resolution))
-
-    def pixels(phenotype):
-        vertices = subject_framing(phenotype).apply(get_reference_mesh().vertices([edited_state({}, 0.0, phenotype)])[0])
-        render = renderer.render(vertices)
-        return {p: int(parts.pixel_mask(render, p).sum()) for p in parts_list}
-
-    default = pixels({})
+    default = part_pixels(views, resolution, {}, parts_list)
     shown = [p for p in parts_list if default[p] > 0]  # at a small resolution an iris may show no pixel
     subjects = box_subjects(draws)
     ratios = {}
     for name, phenotype in subjects.items():
-        counts = pixels(phenotype)
+        counts = part_pixels(views, resolution, phenotype, parts_list)
         ratios[name] = {p: counts[p] / default[p] for p in shown}
     out = {"subjects": len(subjects), "phenotypes": subjects, "parts": {},
            "not shown on the default subject": [p for p in parts_list if p not in shown]}  # fmt: skip
