@@ -9,11 +9,12 @@ framed (issue 12). Prints four tables (docs/metric.md, "Calibration", shows this
    made f of the way (`ladder.edit_fraction`: the part, and for a clip's mouth the words too),
    encoded by the modality and scored by the `render-compare` scorer plugin;
 3. coverage: each part's pixels for subjects at the corners of the source's phenotype box,
-   relative to the default subject's, with the views framed on the subject's head (as scored)
-   and with the fixed cameras of before;
+   relative to the default subject's, framed as scored (on the subject's head, zoomed for the
+   part), on the head alone (metric revisions 2-7) and with the fixed cameras of revision 1;
 4. coverage over the whole box: the same ratio for every corner of all six labels of the box and
    for subjects drawn uniformly inside it (seeded), per part the lowest, the highest and how many
-   subjects fall outside +/- 20 % (the corners of table 3 vary height, age and gender only).
+   subjects fall outside +/- 20 %, framed as scored and on the head alone (the corners of table
+   3 vary height, age and gender only).
 
     .venv/bin/python benchmarks/bench_calibration.py --out out/bench/bench_calibration.json
 """
@@ -94,28 +95,35 @@ def modality_sweeps(views: int, resolution: int, instances: int, workdir: Path) 
     return out
 
 
-def part_pixels(views: int, resolution: int, phenotype: dict, parts_list=COVERAGE_PARTS, framed: bool = True) -> dict:
-    """{part: pixels} of the subject at rest on the scorer's views, framed on its head as scored
-    (`views.subject_framing`) or seen by the fixed cameras of before."""
+FRAMINGS = ("framed", "head only", "fixed cameras")
+
+
+def part_pixels(views: int, resolution: int, phenotype: dict, parts_list=COVERAGE_PARTS, how: str = "framed") -> dict:
+    """{part: pixels} of the subject at rest on the scorer's views: framed as a row that edits
+    the part is scored (`framing.subject_framing(phenotype, part)`), on its head alone, or seen by
+    the fixed cameras of metric revision 1."""
     from maskscore_core.body import parts
     from maskscore_core.body.reference_mesh import get_reference_mesh
     from maskscore_core.metric.render import get_renderer
-    from maskscore_core.metric.views import ViewConfig, subject_framing
+    from maskscore_core.metric.framing import subject_framing
+    from maskscore_core.metric.views import ViewConfig
 
     vertices = get_reference_mesh().vertices([edited_state({}, 0.0, phenotype)])[0]
-    if framed:
-        vertices = subject_framing(phenotype).apply(vertices)
-    render = get_renderer(ViewConfig(count=views, resolution=resolution)).render(vertices)
+    renderer = get_renderer(ViewConfig(count=views, resolution=resolution))
+    if how == "framed":
+        return {p: int(parts.pixel_mask(renderer.render(subject_framing(phenotype, p).apply(vertices)), p).sum())
+                for p in parts_list}  # fmt: skip
+    render = renderer.render(subject_framing(phenotype).apply(vertices) if how == "head only" else vertices)
     return {p: int(parts.pixel_mask(render, p).sum()) for p in parts_list}
 
 
 def coverage(views: int, resolution: int) -> dict:
-    """{subject: {part: pixels / default subject's pixels}} framed and with fixed cameras."""
+    """{framing: {subject: {part: pixels / default subject's pixels}}} for each of FRAMINGS."""
     default = part_pixels(views, resolution, {})
     out = {"default pixels": default}
-    for how, framed in (("framed", True), ("fixed cameras", False)):
+    for how in FRAMINGS:
         out[how] = {
-            name: {p: n / default[p] for p, n in part_pixels(views, resolution, phenotype, framed=framed).items()}
+            name: {p: n / default[p] for p, n in part_pixels(views, resolution, phenotype, how=how).items()}
             for name, phenotype in SUBJECTS.items()
         }  # fmt: skip
     return out
@@ -145,18 +153,23 @@ def report(figures: dict) -> None:
     print(f"\n3. part pixels relative to the default subject's ({figures['views']} views x {figures['resolution']} px)")
     print(f"{'':<19}" + " ".join(f"{p[:7]:>7}" for p in COVERAGE_PARTS))
     print(f"{'default (pixels)':<19}" + " ".join(f"{cover['default pixels'][p]:7d}" for p in COVERAGE_PARTS))
-    for how in ("framed", "fixed cameras"):
+    for how in FRAMINGS:
         print(how)
         for name, ratios in cover[how].items():
             print(f"  {name:<17}" + " ".join(f"{ratios[p]:7.2f}" for p in COVERAGE_PARTS))
-    if "box coverage" in figures:
-        box = figures["box coverage"]
+    for key in ("box coverage", "box coverage, head only"):
+        if key not in figures:
+            continue
+        box = figures[key]
         print(f"\n4. part pixels relative to the default subject's over the box ({box['subjects']} subjects: 64 corners,"
-              f" {box['subjects'] - 64} drawn), framed")
-        print(f"{'part':<12}{'lowest':>8}  {'subject':<58}{'highest':>8}  {'subject':<58}outside +/-20 %")
+              f" {box['subjects'] - 64} drawn), {box['framing']}")
+        zoomed = box["framing"] == "framed"
+        print(f"{'part':<12}{'lowest':>8}  {'subject':<58}{'highest':>8}  {'subject':<58}outside +/-20 %"
+              + ("   part zoom" if zoomed else ""))  # fmt: skip
         for p, row in box["parts"].items():
+            zoom = f"   {row['zoom'][0]:.3f}-{row['zoom'][1]:.3f}" if zoomed else ""
             print(f"{p:<12}{row['lowest']:8.3f}  {row['lowest_subject']:<58}{row['highest']:8.3f}  {row['highest_subject']:<58}"
-                  f"{row['outside_20_percent']}")  # fmt: skip
+                  f"{row['outside_20_percent']:<15d}{zoom}")  # fmt: skip
 
 
 def box_subjects(draws: int, seed: int = 0) -> dict[str, dict[str, float]]:
@@ -179,17 +192,17 @@ def box_subjects(draws: int, seed: int = 0) -> dict[str, dict[str, float]]:
     return subjects
 
 
-def box_coverage(views: int, resolution: int, draws: int, parts_list=COVERAGE_PARTS) -> dict:
-    """Per part: the lowest and highest framed coverage ratio over `box_subjects(draws)` and how
-    many subjects fall outside [0.8, 1.2]."""
-    default = part_pixels(views, resolution, {}, parts_list)
+def box_coverage(views: int, resolution: int, draws: int, parts_list=COVERAGE_PARTS, how: str = "framed") -> dict:
+    """Per part: the lowest and highest coverage ratio over `box_subjects(draws)`, framed `how`
+    (FRAMINGS), and how many subjects fall outside [0.8, 1.2]."""
+    default = part_pixels(views, resolution, {}, parts_list, how)
     shown = [p for p in parts_list if default[p] > 0]  # at a small resolution an iris may show no pixel
     subjects = box_subjects(draws)
     ratios = {}
     for name, phenotype in subjects.items():
-        counts = part_pixels(views, resolution, phenotype, parts_list)
+        counts = part_pixels(views, resolution, phenotype, parts_list, how)
         ratios[name] = {p: counts[p] / default[p] for p in shown}
-    out = {"subjects": len(subjects), "phenotypes": subjects, "parts": {},
+    out = {"subjects": len(subjects), "phenotypes": subjects, "parts": {}, "framing": how,
            "not shown on the default subject": [p for p in parts_list if p not in shown]}  # fmt: skip
     for p in shown:
         lowest = min(ratios, key=lambda name: ratios[name][p])
@@ -199,7 +212,17 @@ def box_coverage(views: int, resolution: int, draws: int, parts_list=COVERAGE_PA
             "highest": ratios[highest][p], "highest_subject": highest,
             "outside_20_percent": sum(not 0.8 <= r[p] <= 1.2 for r in ratios.values()),
         }  # fmt: skip
+        if how == "framed":
+            zooms = [part_zoom_of(phenotype, p) for phenotype in subjects.values()]
+            out["parts"][p]["zoom"] = [min(zooms), max(zooms)]
     return out
+
+
+def part_zoom_of(phenotype: dict, part: str) -> float:
+    """The zoom a row that edits `part` of this subject gets beyond its head's framing."""
+    from maskscore_core.metric.framing import subject_framing
+
+    return subject_framing(phenotype, part).scale / subject_framing(phenotype).scale
 
 
 @click.command()
@@ -222,6 +245,7 @@ def main(out_path, views, resolution, instances, box_draws):
             figures["modalities"] = modality_sweeps(views, resolution, instances, Path(workdir))
     figures["coverage"] = coverage(views, resolution)
     figures["box coverage"] = box_coverage(views, resolution, box_draws)
+    figures["box coverage, head only"] = box_coverage(views, resolution, box_draws, how="head only")
     figures["seconds"] = time.perf_counter() - start
     report(figures)
     if out_path:

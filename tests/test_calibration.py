@@ -16,7 +16,8 @@ from maskscore_core.edits.calibration import PART_EDITS, edited_state
 from maskscore_core.plugin.records import BodyState, Decoded
 from maskscore_core.body.reference_mesh import get_reference_mesh
 from maskscore_core.metric.render_compare import RenderCompare
-from maskscore_core.metric.views import ViewConfig, subject_framing
+from maskscore_core.metric.framing import ZOOMED_PARTS, ZOOM_VIEWS, subject_framing
+from maskscore_core.metric.views import ViewConfig
 
 SMALL = ViewConfig(count=4, resolution=64)
 EYES = ViewConfig(count=4, resolution=128)  # an iris is a few pixels at 64 px
@@ -106,8 +107,10 @@ def test_a_tiny_head_motion_changes_scores_only_a_little(compare):
 
 @pytest.mark.parametrize("subject", sorted(set(SUBJECTS) - {"default"}) + ["short", "tall", "young", "old", "male", "female"])
 def test_every_subject_is_framed_like_the_default_one(subject):
-    """The part's pixels stay within 20 % of the default subject's (at 64 px an ear is ~100
-    pixels, too few to tell 20 % apart from rounding: 96 px here)."""
+    """Every part's pixels, framed as a row that edits it is scored (the head, zoomed for the
+    part), stay within 20 % of the default subject's, the eyes and ears too (on the head alone a
+    tall old man's irides were 0.78). At 64 px an ear is ~100 pixels, too few to tell 20 % apart
+    from rounding: 96 px here, and the eyes' parts at 256 px."""
     from maskscore_core.metric.render import get_renderer
 
     phenotype = {
@@ -117,10 +120,26 @@ def test_every_subject_is_framed_like_the_default_one(subject):
     coverage = {}
     for name, ph in (("default", {}), (subject, phenotype)):
         vertices = get_reference_mesh().vertices([edited_state({}, 0.0, ph)])[0]
-        render = get_renderer(COVERAGE).render(subject_framing(ph).apply(vertices))
-        coverage[name] = {p: int(parts.pixel_mask(render, p).sum()) for p in ("mouth", "nose", "eyebrow", "ears", "neck", "front hair")}
+        coverage[name] = {}
+        for part in ZOOMED_PARTS:
+            views = ZOOM_VIEWS if part in ("irides", "eyelash", "eyewhite") else COVERAGE
+            render = get_renderer(views).render(subject_framing(ph, part).apply(vertices))
+            coverage[name][part] = int(parts.pixel_mask(render, part).sum())
     for part, pixels in coverage["default"].items():
         assert 0.8 <= coverage[subject][part] / pixels <= 1.2, (part, coverage)
+
+
+def test_the_head_alone_frames_an_old_subjects_eyes_too_small():
+    """What the part's zoom is for: on the head alone the tall old man's irides show under 80 % of
+    the default subject's pixels (the test above would fail without the zoom)."""
+    from maskscore_core.metric.render import get_renderer
+
+    counts = []
+    for ph in ({}, SUBJECTS["tall old man"]):
+        vertices = get_reference_mesh().vertices([edited_state({}, 0.0, ph)])[0]
+        render = get_renderer(ZOOM_VIEWS).render(subject_framing(ph).apply(vertices))
+        counts.append(int(parts.pixel_mask(render, "irides").sum()))
+    assert counts[1] < 0.8 * counts[0], counts
 
 
 def test_follow_terms_are_averaged_before_the_soft_floor():

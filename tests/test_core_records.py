@@ -51,6 +51,27 @@ def test_a_target_seen_through_another_camera_round_trips_and_an_own_one_is_writ
     assert back == seen and back.framing_phenotype == {"age": 0.1}
 
 
+def test_a_target_framed_for_its_part_round_trips_and_editors_keep_the_camera():
+    """`framed_part` (the row's part, whose zoom frames render-space views) is set by the row on
+    every target it holds and refused when it names another part; written only where it is set;
+    an unknown part is refused; `with_states` keeps the camera of the target it edits."""
+    instance = _instance()
+    assert (instance.a.framed_part, instance.b.framed_part) == ("mouth", "mouth")
+    bare = attrs.evolve(instance.a, framed_part=None)
+    assert "framed_part" not in converter.unstructure(bare)
+    with pytest.raises(ValueError, match="frame A is framed for the 'neck' part, but the row edits the 'mouth'"):
+        attrs.evolve(instance, a=attrs.evolve(bare, framed_part="neck"))
+    framed = attrs.evolve(instance.a, framed_on={"age": 0.1}, framed_part="irides")
+    data = converter.unstructure(framed)
+    assert data["framed_part"] == "irides"
+    assert converter.structure(json.loads(json.dumps(data)), records.Target) == framed
+    with pytest.raises(ValueError, match="unknown part 'iris'"):
+        attrs.evolve(instance.a, framed_part="iris")
+    edited = framed.with_states("out", (records.BodyState(),))
+    assert (edited.label, edited.rung, edited.framed_on, edited.framed_part) == ("out", None, {"age": 0.1}, "irides")
+    assert edited.transcript == framed.transcript and framed.with_states("x", (), "hi").transcript == "hi"
+
+
 def test_edit_instance_names_its_reference_frames():
     instance = _instance()
     assert instance.frame("a") is instance.a and instance.frame("b") is instance.b

@@ -72,7 +72,8 @@ def test_the_camera_agrees_with_pixal3d_projection():
     convention, field of view, distance and axes are Pixal3D's."""
     from maskscore_core.body.reference_mesh import get_reference_mesh
     from maskscore_core.metric.render import get_renderer
-    from maskscore_core.metric.views import ViewConfig, camera_poses, pixel_ray_directions, subject_framing
+    from maskscore_core.metric.framing import subject_framing
+    from maskscore_core.metric.views import ViewConfig, camera_poses, pixel_ray_directions
     from maskscore_pixal3d import camera
 
     size = 128
@@ -103,7 +104,8 @@ def test_the_camera_agrees_with_pixal3d_projection():
 
 
 def test_the_picture_is_frame_a_with_the_edited_part_on_black(ctx):
-    from maskscore_core.metric.views import ViewConfig, subject_framing
+    from maskscore_core.metric.framing import subject_framing
+    from maskscore_core.metric.views import ViewConfig
     from maskscore_pixal3d import camera, picture
 
     instance = _instance()
@@ -134,7 +136,8 @@ def test_a_remeshed_body_in_pixal3d_frame_becomes_a_scored_candidate(ctx):
     from maskscore_core.body.reference_mesh import get_reference_mesh
     from maskscore_core.edits.ladder import ideal_edit
     from maskscore_core.metric.foreign_mesh import ForeignMesh
-    from maskscore_core.metric.views import ViewConfig, resolve_target, subject_framing
+    from maskscore_core.metric.framing import subject_framing
+    from maskscore_core.metric.views import ViewConfig, resolve_target
     from maskscore_core.plugin.model_editors import EditError, record_path
     from maskscore_core.plugin.records import Asset, Candidate
     from maskscore_pixal3d import camera, candidates_from
@@ -199,7 +202,7 @@ class _StandInPipeline:
             sparse_structure_sampler_params, shape_slat_sampler_params, tex_slat_sampler_params):
         from maskscore_core.body import remesh
         from maskscore_core.body.reference_mesh import get_reference_mesh
-        from maskscore_core.metric.views import subject_framing
+        from maskscore_core.metric.framing import subject_framing
         from maskscore_pixal3d import camera
 
         self.calls.append({"size": image.size, "mode": image.mode, "camera_params": camera_params, "seed": seed,

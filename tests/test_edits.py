@@ -94,6 +94,11 @@ def test_instances_are_valid_same_subject_pairs(trials, modality):
         assert inst.a.subject == inst.b.subject
         assert inst.other is not None and inst.other.subject != inst.a.subject
         assert inst.trial_a.startswith(inst.a.subject.subject_id) and inst.trial_b.startswith(inst.b.subject.subject_id)
+        # every target of the row is framed for the row's part, the ladder's rungs too
+        from maskscore_core.edits.ladder import build_ladder
+
+        assert inst.a.framed_part == inst.b.framed_part == inst.other.framed_part == part
+        assert all(rung.framed_part == part for rung in build_ladder(inst))
         # the task type is the table's, and its group edits this part (docs/design.md's table)
         assert task in edits.task_types(modality)
         assert part in vocab.GROUP_PARTS[vocab.task_group(task)]

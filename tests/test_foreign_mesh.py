@@ -13,7 +13,8 @@ from maskscore_core.body import remesh
 from maskscore_core.metric import foreign_mesh
 from maskscore_core.metric.foreign_mesh import ForeignMeshError
 from maskscore_core.metric.render_compare import RenderCompare
-from maskscore_core.metric.views import ViewConfig, framing_of
+from maskscore_core.metric.framing import framing_of
+from maskscore_core.metric.views import ViewConfig
 from maskscore_core.body.reference_mesh import get_reference_mesh
 from maskscore_core.plugin.records import BodyState, Decoded
 

@@ -103,7 +103,7 @@ def test_framing_puts_a_subjects_head_on_the_default_head():
     onto it (views are aimed at each subject's own head, docs/metric.md)."""
     from maskscore_core.plugin.records import BodyState
     from maskscore_core.body.reference_mesh import get_reference_mesh
-    from maskscore_core.metric.views import framing_of, subject_framing
+    from maskscore_core.metric.framing import framing_of, subject_framing
 
     vertices = get_reference_mesh().vertices([BodyState()])[0]
     assert np.array_equal(subject_framing({}).apply(vertices), vertices)

@@ -28,7 +28,7 @@ from maskscore_core import Scorer, hookimpl
 from maskscore_core.edits.ladder import edit_fraction, ideal_edit
 from maskscore_core.plugin.records import CandidateScore, Decoded, PartMask
 from maskscore_core.dataset.reward_tables import view_config
-from maskscore_core.metric.views import framing_of, subject_framing
+from maskscore_core.metric.framing import framing_of, subject_framing
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin.context import RunConfig
 
@@ -86,7 +86,7 @@ def _frame(clip: Decoded, t: int) -> Decoded:
 def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates: list[Decoded],
                   framing=None, region=None, halfway: Decoded | None = None) -> list[CandidateScore]:
     """Scores of decoded candidates; clips frame by frame when every side is a clip. `framing`
-    (`views.Framing`) defaults to frame A's own; `halfway` (the edit made half way, which
+    (`framing.Framing`) defaults to frame A's own; `halfway` (the edit made half way, which
     calibrates instruction_following) to frame A's and B's vertices averaged."""
     clips = [c for c in candidates if c.frames is not None]
     if not clips or ref_a.frames is None or ref_b.frames is None:
@@ -98,7 +98,7 @@ def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates
         if len(frames) != count:
             raise RenderCompareScorerError(f"{what} has {len(frames)} frames, frame A has {count}")
     if framing is None:  # one framing for the whole clip: frame A's first frame
-        framing = framing_of(compare.renderer.check(ref_a.frames[0], "frame A"))
+        framing = framing_of(compare.renderer.check(ref_a.frames[0], "frame A"), part)
     per_candidate: list[list[CandidateScore]] = [[] for _ in candidates]
     for t in range(count):
         middle = _frame(halfway, t) if halfway is not None and halfway.frames is not None and len(halfway.frames) == count else None
@@ -169,7 +169,8 @@ def score(scorer, instance, candidates, ctx):
     decoded = [
         plugins.call("decode_to_mesh", modality, asset=c.asset, instance=instance, ctx=ctx) for c in candidates
     ]
-    # Every mesh of the row is framed on frame A's subject at rest, as the depth modality's maps are.
-    framing = subject_framing(instance.a.state.phenotype)
+    # Every mesh of the row is framed on frame A's subject at rest, zoomed for the part, as the
+    # depth modality's maps are (`Target.framed_part`).
+    framing = subject_framing(instance.a.state.phenotype, part)
     return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, region=mask.region,
                          halfway=refs["half"])  # fmt: skip

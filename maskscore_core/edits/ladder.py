@@ -372,7 +372,8 @@ def _rung_maker(instance: EditInstance):
     def rung(number: int, label: str, edit_part: str, t: float | None, transcript: str) -> Target:
         states = [change(sa, sb, edit_part, t) for sa, sb in zip(states_a, states_b)]
         fps = b.fps if phrase_ladder else a.fps
-        return Target(label=label, subject=a.subject, states=states, transcript=transcript, fps=fps, rung=number)
+        return Target(label=label, subject=a.subject, states=states, transcript=transcript, fps=fps, rung=number,
+                      framed_on=a.framed_on, framed_part=a.framed_part)  # fmt: skip
 
     if phrase_ladder:
         phrases = [

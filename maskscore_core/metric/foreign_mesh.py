@@ -33,7 +33,8 @@ import attrs
 import numpy as np
 
 from maskscore_core.kept import Kept
-from maskscore_core.metric.views import Framing, ViewConfig
+from maskscore_core.metric.framing import Framing
+from maskscore_core.metric.views import ViewConfig
 from maskscore_core.body import meshio
 from maskscore_core.body.meshio import FORMATS, MeshFileError, check_extent, check_topology
 from maskscore_core.metric import render as renderer

@@ -1,7 +1,8 @@
 """The universal metric: render candidates and references, compare inside and outside the part.
 
-Framing: every mesh of a row is moved by frame A's framing (`views.framing_of`): frame A's head
-onto the default subject's head, at its size, so the cameras frame every subject's head alike.
+Framing: every mesh of a row is moved by frame A's framing (`framing.framing_of`): frame A's head
+onto the default subject's head, at its size, zoomed for the edited part (`framing.part_zoom`), so
+the cameras frame every subject's edited part alike.
 
 Regions (per view, per pixel):
 - inside: pixels showing the edited part's region in frame A's render or in frame B's render
@@ -61,18 +62,16 @@ import numpy as np
 import torch
 
 from maskscore_core import threads
-
-from maskscore_core.metric import head_motion
-
-from maskscore_core.metric import views
-from maskscore_core.metric.image_metrics import SsimReference, masked_mean, region_ssim
-from maskscore_core.plugin.records import CandidateScore, Decoded
-from maskscore_core.metric.render import RenderResult, get_renderer
-from maskscore_core.metric.views import ViewConfig
 from maskscore_core.body import parts
 from maskscore_core.metric import foreign_mesh
-from maskscore_core.metric.depth_normals import depth_normals
+from maskscore_core.metric import head_motion
 from maskscore_core.metric.appearance import shade
+from maskscore_core.metric.depth_normals import depth_normals
+from maskscore_core.metric.framing import Framing, framing_of
+from maskscore_core.metric.image_metrics import SsimReference, masked_mean, region_ssim
+from maskscore_core.metric.render import RenderResult, get_renderer
+from maskscore_core.metric.views import ViewConfig
+from maskscore_core.plugin.records import CandidateScore, Decoded
 
 # consistency: a distance equal to its scale scores exp(-1) = 0.37. instruction_following:
 # the scale turns d(A, B) into a unitless weight. The scales sit near the inside distance between
@@ -123,8 +122,10 @@ NO_ALIGN_PARTS = ("neck",)
 # bounds as constraints (`body.bounded_gauss_newton`; scipy's reflective trust region left facial
 # actions on their bound, 0), its phenotype prior is 1e-1 (1e-2 read remeshing errors as
 # another subject), and it also lays the mesh's vertices on ANNY's head triangles (a coarse mesh's
-# facets lie inside the surface); reference-topology scores unchanged.
-METRIC_VERSION = 7
+# facets lie inside the surface); reference-topology scores unchanged. 8: a row is zoomed further
+# for its edited part (`framing.part_zoom`), so the part shows the default subject's pixels on every
+# subject (the head's scale alone left a tall old man's irides at 0.78 of the default's).
+METRIC_VERSION = 8
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
 # distances["ref.<d>"] and ["half.<d>"]: d(A, B) and d(halfway, B) inside, what instruction_following
@@ -248,7 +249,7 @@ class PreparedReference:
     covered: np.ndarray  # (N, H, W) bool: pixels covered in A or B
     lpips_a: object | None  # image_metrics.LpipsFeatures of A's normals (N images)
     lpips_b: object | None
-    framing: views.Framing
+    framing: Framing
     vertices_a: np.ndarray | None = None  # frame A's validated vertices (mesh references)
     head_frame: object | None = None  # head_motion.HeadFrame of frame A (mesh references)
     b_as_is: Decoded | None = None  # frame B as given, when `b` is B moved onto A's head
@@ -279,7 +280,7 @@ class RenderCompare:
             return self._lpips
 
     # -- turning a Decoded into render space ------------------------------------------------
-    def _side(self, decoded: Decoded, what: str, framing: views.Framing | None, vertices=None) -> Side:
+    def _side(self, decoded: Decoded, what: str, framing: Framing | None, vertices=None) -> Side:
         """`decoded` in render space; `vertices` (already checked, with its faces for a mesh of
         its own topology) replace its own when given."""
         if not isinstance(decoded, Decoded):
@@ -313,7 +314,7 @@ class RenderCompare:
             )
         raise RenderCompareError(f"{what}: nothing to compare (no vertices and no depth maps)")
 
-    def _moved(self, side: Side, vertices: np.ndarray, framing: views.Framing) -> Side:
+    def _moved(self, side: Side, vertices: np.ndarray, framing: Framing) -> Side:
         """`side` rendered again from `vertices` (checked reference-mesh vertices placed elsewhere),
         keeping what it carries besides its geometry (activations, appearance)."""
         result = self.renderer.render(framing.apply(vertices))
@@ -344,7 +345,7 @@ class RenderCompare:
             surface = attrs.evolve(surface, vertices=head_motion.undo_surface_motion(skull, motion, surface.vertices))
         return mesh, motion[2], surface
 
-    def _surface_residual(self, side: Side, surface, framing: views.Framing) -> float:
+    def _surface_residual(self, side: Side, surface, framing: Framing) -> float:
         """Mean capped depth difference between a fitted mesh's render and the render of the
         surface it was fitted to, over the pixels either covers: what the fit did not explain."""
         result = foreign_mesh.render(surface, self.view_config, framing)
@@ -354,12 +355,12 @@ class RenderCompare:
         return _masked_mean(_capped(np.abs(side.depth - result.depth)), covered)
 
     # -- references ---------------------------------------------------------------------------
-    def prepare(self, ref_a: Decoded, ref_b: Decoded, part: str, framing: views.Framing | None = None, *,
+    def prepare(self, ref_a: Decoded, ref_b: Decoded, part: str, framing: Framing | None = None, *,
                 region: np.ndarray | None = None, halfway: Decoded | None = None) -> PreparedReference:
         """Render frames A and B once (B on A's head), take their LPIPS features once, find the
         part's pixels, frame B's change against A, d(A, B) and d(halfway, B). `framing` defaults
-        to frame A's own (`views.framing_of`); the scorer plugin passes the subject's
-        (`views.subject_framing`). `halfway` is the edit made half way (the scorer plugin passes
+        to frame A's own (`framing.framing_of`); the scorer plugin passes the subject's
+        (`framing.subject_framing`). `halfway` is the edit made half way (the scorer plugin passes
         the ladder's, `ladder.edit_fraction(instance, 0.5)`: an accessory half its size where it
         is worn, a look half mixed); by default frame A's and B's vertices averaged."""
         parts.check_active(part)
@@ -377,7 +378,7 @@ class RenderCompare:
         vertices_a = self.renderer.check(ref_a.vertices, "frame A")
         vertices_b = self.renderer.check(ref_b.vertices, "frame B")
         if framing is None:
-            framing = views.framing_of(vertices_a)
+            framing = framing_of(vertices_a, part)
         pool = _comparison_pool()
         with threads.one_thread():  # as in `score`: frame A goes through AlexNet while B renders
             a = self._side(ref_a, "frame A", framing, vertices_a)

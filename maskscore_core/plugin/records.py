@@ -340,15 +340,24 @@ class Target:
     fps: float = 25.0
     rung: int | None = None
     # The phenotype whose head at rest frames the views that draw this target in render space
-    # (`views.subject_framing`); None: its own subject's. An edit keeps its input's camera, so the
+    # (`framing.subject_framing`); None: its own subject's. An edit keeps its input's camera, so the
     # ladder's wrong-subject rung is drawn framed on the edited subject (a depth map of another
     # subject, framed on its own head, would lay that head onto frame A's).
     framed_on: dict[str, float] | None = None
+    # The edited part whose zoom frames those views (`framing.subject_framing`); None: the head alone.
+    # An EditInstance sets it to its row's part, so a depth map is drawn as the row is scored.
+    framed_part: str | None = attrs.field(default=None, validator=attrs.validators.optional(lambda _i, _a, v: vocab.check_part(v)))
 
     @property
     def state(self) -> BodyState:
         """The representative frame's state (the middle one of a clip)."""
         return self.states[len(self.states) // 2]
+
+    def with_states(self, label: str, states, transcript: str | None = None) -> "Target":
+        """An editor's output made from this target: other states (and words), the same subject
+        and fps, seen through this target's camera (`framed_on`, `framed_part`)."""
+        return attrs.evolve(self, label=label, states=states, rung=None,
+                            transcript=self.transcript if transcript is None else transcript)  # fmt: skip
 
     @property
     def framing_phenotype(self) -> dict[str, float]:
@@ -356,9 +365,13 @@ class Target:
         return self.state.phenotype if self.framed_on is None else self.framed_on
 
 
-# A target framed on its own subject is written without `framed_on`, as records were before it existed.
+# A target framed on its own subject's head is written without `framed_on` and `framed_part`, as
+# records were before they existed.
 converter.register_unstructure_hook(
-    Target, cattrs.gen.make_dict_unstructure_fn(Target, converter, framed_on=cattrs.gen.override(omit_if_default=True))
+    Target, cattrs.gen.make_dict_unstructure_fn(
+        Target, converter, framed_on=cattrs.gen.override(omit_if_default=True),
+        framed_part=cattrs.gen.override(omit_if_default=True),
+    ),
 )
 
 
@@ -374,6 +387,20 @@ class EditInstance:
     other: Target | None = None
     trial_a: str = ""
     trial_b: str = ""
+
+    def __attrs_post_init__(self):
+        # Every target of a row is drawn as the row is scored: zoomed for its edited part.
+        for name in ("a", "b", "other"):
+            target = getattr(self, name)
+            if target is None:
+                continue
+            if target.framed_part is None:
+                object.__setattr__(self, name, attrs.evolve(target, framed_part=self.instruction.part))
+            elif target.framed_part != self.instruction.part:
+                raise ValueError(
+                    f"instance {self.key!r}: {target.label} is framed for the {target.framed_part!r} part,"
+                    f" but the row edits the {self.instruction.part!r} part"
+                )
 
     def frame(self, which: str) -> Target:
         """Frame A (`"a"`) or frame B (`"b"`): what `decode_reference(which=...)` decodes."""

@@ -18,7 +18,7 @@ from maskscore_core import Editor, hookimpl
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.body.anny_model import get_body_model
 from maskscore_core.body.parts import part_actions
-from maskscore_core.plugin.records import Candidate, Target
+from maskscore_core.plugin.records import Candidate
 
 EDITOR = "part-transfer"
 STRENGTHS = (1.0, 0.6, 0.3)
@@ -52,7 +52,7 @@ def edit(editor, modality, instance, ctx):
     candidates = []
     for strength in STRENGTHS:
         label = f"{EDITOR} x{strength:g}"
-        target = Target(label, instance.a.subject, (transfer(instance, strength, rng),), instance.b.transcript)
+        target = instance.a.with_states(label, (transfer(instance, strength, rng),), instance.b.transcript)
         asset = plugins.modality(modality).encode(target, ctx)
         candidates.append(Candidate(label=label, asset=asset, rung=None))
     return candidates

@@ -16,15 +16,18 @@ class Depth(FileModality):
         return representation.encode(target, ctx)
 
     def write_file(self, asset, path, ctx):
-        return representation.write(asset.data, path, ctx)
+        return representation.write(asset.data, path, ctx, asset.meta.get(representation.FRAMED_PART))
 
     def read_file(self, path, ctx):
         return representation.read(path, ctx)
 
+    def read_meta(self, path, data, ctx):
+        return representation.read_meta(path)
+
 
 @hookimpl
 def decode_to_mesh(asset, instance, ctx):
-    return representation.decode(asset, ctx)
+    return representation.decode(asset, ctx, instance.instruction.part)
 
 
 @hookimpl

@@ -7,6 +7,12 @@ the maps fit the run's views. Values are metres along each camera ray, 0 off the
 
 On disk: one OpenEXR file, one float32 channel per view (`view000`, `view001`, ...), ZIP
 compression (lossless, byte-identical for identical maps).
+
+Framing: a row is scored zoomed for its edited part (`framing.subject_framing`), so the maps are
+drawn for the target's part (`Target.framed_part`). The part is kept with the maps (the asset's
+meta, the file's `maskscore_framed_part` attribute; "" for the head alone), and a row that edits
+another part refuses them: compared as they are, they would be drawn at another zoom than frame
+A and B. Maps that do not say (a file from elsewhere) are taken to be drawn as the row is scored.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from maskscore_core.body.reference_mesh import get_reference_mesh
 MODALITY = "depth"
 SUFFIX = ".exr"
 VIEW_ATTRIBUTE = "maskscore_views"
+PART_ATTRIBUTE = "maskscore_framed_part"
+FRAMED_PART = "framed_part"  # the asset meta's key
 
 
 class DepthError(ValueError):
@@ -52,31 +60,43 @@ def check(depth, ctx, what: str = "depth") -> np.ndarray:
 def render_depth(target: Target, ctx) -> np.ndarray:
     """The depth channel of the Mitsuba render of the target's reference mesh, every view, framed
     on the head at rest of the subject it is seen as (`Target.framing_phenotype`: its own, or the
-    edited subject's for the ladder's wrong subject), as render-and-compare frames a row."""
+    edited subject's for the ladder's wrong subject), zoomed for its edited part
+    (`Target.framed_part`), as render-and-compare frames a row."""
     from maskscore_core.metric.render import get_renderer
-    from maskscore_core.metric.views import subject_framing
+    from maskscore_core.metric.framing import subject_framing
 
     state = target.state
-    vertices = subject_framing(target.framing_phenotype).apply(get_reference_mesh().vertices([state])[0])
+    framing = subject_framing(target.framing_phenotype, target.framed_part)
+    vertices = framing.apply(get_reference_mesh().vertices([state])[0])
     return get_renderer(view_config(ctx)).render(vertices, what=f"mesh of {target.label}").depth
 
 
 def encode(target: Target, ctx) -> Asset:
-    return Asset(modality=MODALITY, data=render_depth(target, ctx), meta={"label": target.label})
+    meta = {"label": target.label, FRAMED_PART: target.framed_part}
+    return Asset(modality=MODALITY, data=render_depth(target, ctx), meta=meta)
 
 
-def decode(asset: Asset, ctx) -> Decoded:
-    """Depth candidates live in render space already: checked, then compared as they are."""
+def decode(asset: Asset, ctx, part: str | None = None) -> Decoded:
+    """Depth candidates live in render space already: checked, then compared as they are, if
+    they were drawn for the row's edited `part` (or do not say for which)."""
     what = f"depth {asset.path or asset.meta.get('label', '')}".strip()
+    if part is not None and FRAMED_PART in asset.meta and asset.meta[FRAMED_PART] != part:
+        drawn = asset.meta[FRAMED_PART]
+        raise DepthError(
+            f"{what}: maps drawn for {'the ' + repr(drawn) + ' part' if drawn else 'the head alone'}, but this row"
+            f" edits the {part!r} part and is framed for it; encode the target with framed_part={part!r}"
+        )
     return Decoded(depth=check(asset.data, ctx, what=what))
 
 
-def write(depth: np.ndarray, path: Path, ctx) -> Path:
+def write(depth: np.ndarray, path: Path, ctx, framed_part: str | None = None) -> Path:
+    """The maps as one .exr; `framed_part` ("" or None: the head alone) in its header."""
     import OpenEXR
 
     maps = check(depth, ctx, what=f"depth for {path.name}")
     channels = {f"view{i:03d}": np.ascontiguousarray(m) for i, m in enumerate(maps)}
-    header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage, VIEW_ATTRIBUTE: len(maps)}
+    header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage, VIEW_ATTRIBUTE: len(maps),
+              PART_ATTRIBUTE: framed_part or ""}  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     with OpenEXR.File(header, channels) as exr:
         exr.write(str(path))
@@ -101,6 +121,16 @@ def read(path: Path, ctx) -> np.ndarray:
     if names != expected:
         raise DepthError(f"depth file {str(path)!r} has channels {names}; expected one per view: {expected}")
     return check(np.stack([channels[n] for n in names]), ctx, what=f"depth file {str(path)!r}")
+
+
+def read_meta(path: Path) -> dict:
+    """{FRAMED_PART: the part the maps were drawn for, None for the head alone} when the file says."""
+    import OpenEXR
+
+    with OpenEXR.File(str(path), header_only=True) as exr:  # the header empties when the file closes
+        if PART_ATTRIBUTE not in exr.header():
+            return {}
+        return {FRAMED_PART: str(exr.header()[PART_ATTRIBUTE]) or None}
 
 
 def mask(part: str) -> np.ndarray:

@@ -20,7 +20,7 @@ import torch
 
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin.context import RunConfig
-from maskscore_core.plugin.records import Candidate, Target
+from maskscore_core.plugin.records import Candidate
 
 from . import flow, params
 from .options import NativeEditorOptions
@@ -109,6 +109,6 @@ def edit(modality: str, instance, ctx) -> list[Candidate]:
     candidates = []
     for n, state in enumerate(states):
         label = f"native-flow-{n}"
-        target = Target(label, instance.a.subject, (state,), instance.a.transcript, instance.a.fps)
+        target = instance.a.with_states(label, (state,))
         candidates.append(Candidate(label, plugins.call("encode", modality, modality=modality, target=target, ctx=ctx)))
     return candidates

@@ -14,7 +14,7 @@ import numpy as np
 
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin.context import Context
-from maskscore_core.plugin.records import Candidate, Target
+from maskscore_core.plugin.records import Candidate
 
 from . import editor, params
 
@@ -42,7 +42,7 @@ def load_instances(root, modality: str, limit: int | None = None) -> list:
 def candidates_of(states, instance, modality: str, ctx) -> list[Candidate]:
     out = []
     for n, state in enumerate(states):
-        target = Target(f"sample-{n}", instance.a.subject, (state,), instance.a.transcript, instance.a.fps)
+        target = instance.a.with_states(f"sample-{n}", (state,))
         out.append(Candidate(f"sample-{n}", plugins.call("encode", modality, modality=modality, target=target, ctx=ctx)))
     return out
 

@@ -87,7 +87,7 @@ def register_editors(register):
 @hookimpl
 def edit(editor, modality, instance, ctx):
     from maskscore_core.dataset.reward_tables import view_config
-    from maskscore_core.metric.views import subject_framing
+    from maskscore_core.metric.framing import subject_framing
 
     options, weights = settings(ctx)
     if modality != MODALITY:

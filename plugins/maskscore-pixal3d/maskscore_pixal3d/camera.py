@@ -11,7 +11,7 @@ distance = 0.5 / (mesh_scale tan(camera_angle_x / 2)), so the cube's width fills
 its centre's depth; so does this plugin.
 
 Our picture is taken by the scorer's camera model (its field of view, distance and target, at a
-chosen yaw and pitch) of frame A framed on the default head (`views.Framing`). Mapping Blender's
+chosen yaw and pitch) of frame A framed on the default head (`framing.Framing`). Mapping Blender's
 camera frame onto that camera (right, up, forward), with Blender units scaled so that `distance`
 is the camera's radius in metres, puts the output mesh where the framed subject is; the row's
 framing is then undone (`foreign_mesh.unframe`), so the candidate is in the subject's own frame
