@@ -169,7 +169,7 @@ def report(figures: dict) -> None:
         for p, row in box["parts"].items():
             zoom = f"   {row['zoom'][0]:.3f}-{row['zoom'][1]:.3f}" if zoomed else ""
             print(f"{p:<12}{row['lowest']:8.3f}  {row['lowest_subject']:<58}{row['highest']:8.3f}  {row['highest_subject']:<58}"
-                  f"{row['outside_20_percent']:<15d}{zoom}")  # fmt: skip
+                  f"{row['outside_20_percent']:<15d}{zoom}".rstrip())  # fmt: skip
 
 
 def box_subjects(draws: int, seed: int = 0) -> dict[str, dict[str, float]]:

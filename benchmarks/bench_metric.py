@@ -76,6 +76,7 @@ def _ladder_meshes():
 def _warm_scorer(views: int, resolution: int, part: str):
     """(scorer, the row as a function, candidates) after one warm-up row (kernels, LPIPS weights)."""
     from maskscore_core.plugin.records import Decoded
+    from maskscore_core.metric.framing import subject_framing
     from maskscore_core.metric.render_compare import RenderCompare
     from maskscore_core.metric.views import ViewConfig
 
@@ -83,14 +84,15 @@ def _warm_scorer(views: int, resolution: int, part: str):
     ref_a, ideal, halfway = Decoded(vertices=frame_a), Decoded(vertices=candidates[0]), Decoded(vertices=candidates[1])
     decoded = [Decoded(vertices=v) for v in candidates]
     compare = RenderCompare(ViewConfig(count=views, resolution=resolution))
-    row = functools.partial(_row, compare, ref_a, ideal, halfway, part, decoded)
+    framing = subject_framing({}, part)  # as the builder frames the default subject's rows (cached per subject)
+    row = functools.partial(_row, compare, ref_a, ideal, halfway, part, decoded, framing)
     row()
     return compare, row, decoded
 
 
-def _row(compare, ref_a, ideal, halfway, part, decoded):
+def _row(compare, ref_a, ideal, halfway, part, decoded, framing):
     """One row: the references prepared, the candidates scored."""
-    return compare.score(compare.prepare(ref_a, ideal, part, halfway=halfway), decoded)
+    return compare.score(compare.prepare(ref_a, ideal, part, framing, halfway=halfway), decoded)
 
 
 def peak_mb() -> float:

@@ -119,9 +119,9 @@ def subject_framing(phenotype: dict[str, float], part: str | None = None) -> Fra
 
 ZOOM_VIEWS = ViewConfig()  # 8 views x 256 px
 ZOOMED_PARTS = vocab.ACTIVE_FACE_PARTS  # on every body at rest; an accessory is framed on the head
-# Subjects at rest need 0.86-1.17 over the source's phenotype box. A mesh framed on its own
-# vertices (`framing_of` a frame A with the eyes all but shut) could ask for any zoom and push the
-# head out of the frame: the zoom stays within these bounds (a row's constant, not a candidate's).
+# Subjects at rest of the source's phenotype box need far less (docs/metric.md, table 4). A mesh
+# framed on its own vertices (`framing_of` a frame A with the eyes all but shut) could ask for any
+# zoom and push the head out of the frame: the zoom stays within these bounds.
 ZOOM_LIMITS = (2.0 / 3.0, 1.5)
 
 
