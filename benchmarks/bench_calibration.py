@@ -40,7 +40,7 @@ SUBJECTS = {
     "short young woman": {"height": 0.25, "age": 0.45, "gender": 1.0},
     "tall old man": {"height": 0.75, "age": 0.9, "gender": 0.0},
 }  # fmt: skip
-COVERAGE_PARTS = ("mouth", "nose", "eyebrow", "irides", "eyelash", "ears", "neck", "front hair", "back hair", "face")
+COVERAGE_PARTS = ("mouth", "nose", "eyebrow", "irides", "eyelash", "eyewhite", "ears", "neck", "front hair", "back hair", "face")
 
 
 def part_sweeps(compare) -> dict:

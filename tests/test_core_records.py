@@ -53,14 +53,15 @@ def test_a_target_seen_through_another_camera_round_trips_and_an_own_one_is_writ
 
 def test_a_target_framed_for_its_part_round_trips_and_editors_keep_the_camera():
     """`framed_part` (the row's part, whose zoom frames render-space views) is set by the row on
-    every target it holds and refused when it names another part; written only where it is set;
+    every target it holds, and follows the row to another part; written only where it is set;
     an unknown part is refused; `with_states` keeps the camera of the target it edits."""
     instance = _instance()
     assert (instance.a.framed_part, instance.b.framed_part) == ("mouth", "mouth")
     bare = attrs.evolve(instance.a, framed_part=None)
     assert "framed_part" not in converter.unstructure(bare)
-    with pytest.raises(ValueError, match="frame A is framed for the 'neck' part, but the row edits the 'mouth'"):
-        attrs.evolve(instance, a=attrs.evolve(bare, framed_part="neck"))
+    brow = attrs.evolve(instance, instruction=attrs.evolve(instance.instruction, part="eyebrow"))
+    assert (brow.a.framed_part, brow.b.framed_part) == ("eyebrow", "eyebrow")
+    assert attrs.evolve(instance, a=attrs.evolve(bare, framed_part="neck")).a.framed_part == "mouth"
     framed = attrs.evolve(instance.a, framed_on={"age": 0.1}, framed_part="irides")
     data = converter.unstructure(framed)
     assert data["framed_part"] == "irides"

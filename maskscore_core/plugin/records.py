@@ -389,18 +389,12 @@ class EditInstance:
     trial_b: str = ""
 
     def __attrs_post_init__(self):
-        # Every target of a row is drawn as the row is scored: zoomed for its edited part.
+        # Every target of a row is drawn as the row is scored: zoomed for the row's edited part
+        # (an instance evolved to edit another part re-frames its targets with it).
         for name in ("a", "b", "other"):
             target = getattr(self, name)
-            if target is None:
-                continue
-            if target.framed_part is None:
+            if target is not None and target.framed_part != self.instruction.part:
                 object.__setattr__(self, name, attrs.evolve(target, framed_part=self.instruction.part))
-            elif target.framed_part != self.instruction.part:
-                raise ValueError(
-                    f"instance {self.key!r}: {target.label} is framed for the {target.framed_part!r} part,"
-                    f" but the row edits the {self.instruction.part!r} part"
-                )
 
     def frame(self, which: str) -> Target:
         """Frame A (`"a"`) or frame B (`"b"`): what `decode_reference(which=...)` decodes."""
