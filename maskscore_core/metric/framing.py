@@ -18,7 +18,7 @@ from maskscore_core.plugin.records import BodyState
 
 
 # -- framing on the subject's own head -------------------------------------------------------
-# The cameras stand around the default subject's head (above). A shorter, taller, older or
+# The cameras stand around the default subject's head (`views`). A shorter, taller, older or
 # younger subject's head sits elsewhere and is another size, so a fixed camera frames it badly
 # (a face half out of frame, a mouth a tenth of the pixels). Instead of moving the cameras (one
 # Mitsuba scene serves every mesh), the meshes of a row are moved: a similarity transform puts
