@@ -20,10 +20,35 @@ from maskscore_core.metric.views import ViewConfig, camera_poses
 LOOK = Appearance(skin=(0.45, 0.3, 0.22), light=Light((-0.6, 0.3, 0.7), 1.0, 0.2), background=(0.1, 0.5, 0.8))
 
 
-def _instance(key: str, look: Appearance | None) -> EditInstance:
-    target = Target("frame A", Subject("s", {}), (BodyState(appearance=look),))
+def _instance(key: str, look: Appearance | None, phenotype: dict | None = None) -> EditInstance:
+    target = Target("frame A", Subject("s", phenotype or {}), (BodyState(appearance=look, phenotype=phenotype or {}),))
     instruction = EditInstruction("relight the face to match frame B", "face", "lighting_change", "mesh")
     return EditInstance(key, instruction, target, target)
+
+
+def test_a_short_subject_is_drawn_framed_as_the_row_is_scored(ctx, tmp_path):
+    """The picture is framed on frame A's head, zoomed for the row's part (`framing.subject_framing`),
+    as the row's candidates are scored: a short young woman's body covers about as much of it as
+    the default subject's does, where the fixed camera saw little of her face."""
+    from maskscore_core.metric.framing import subject_framing
+
+    short = {"height": 0.25, "age": 0.45, "gender": 1.0}
+    pictures = {}
+    for name, phenotype in (("default", {}), ("short", short)):
+        relative = reward_tables.render_conditioning_image(_instance(f"k-{name}", LOOK, phenotype), tmp_path, ctx)
+        pictures[name] = iio.imread(tmp_path / relative)
+    vertices = get_reference_mesh().vertices([BodyState(appearance=LOOK, phenotype=short)])[0]
+    renderer = get_renderer(ViewConfig(count=4, resolution=48))
+    framed = appearance.picture(renderer.render(subject_framing(short, "face").apply(vertices)), LOOK, view=0)
+    unframed = appearance.picture(renderer.render(vertices), LOOK, view=0)
+    np.testing.assert_array_equal(pictures["short"], framed)
+    background = np.rint(np.asarray(LOOK.background) * 255).astype(np.uint8)
+
+    def body(picture):
+        return int((picture != background).any(axis=-1).sum())
+
+    assert 0.8 < body(pictures["short"]) / body(pictures["default"]) < 1.25, (body(pictures["short"]), body(pictures["default"]))
+    assert body(unframed) < 0.8 * body(pictures["default"]), body(unframed)
 
 
 @pytest.fixture
