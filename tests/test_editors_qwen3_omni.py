@@ -316,3 +316,29 @@ def test_maskscore_eval_grades_omniscore_like_any_scorer(weights, tmp_path):
     assert graded.exit_code == 0, graded.output
     (result,) = [json.loads(line) for line in (tmp_path / "taught.jsonl").read_text().splitlines()]
     assert result["scores"]["overall"] == [0.7] * len(candidates)
+
+
+def test_omniscore_draws_meshes_framed_as_the_row_is_scored(tmp_path):
+    """OmniScore's pictures of a mesh are framed as render-compare frames the row (frame A's head,
+    zoomed for the part): a short subject's face is in the picture, not half out of it."""
+    from maskscore_qwen3_omni import omniscore
+
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric.framing import subject_framing
+    from maskscore_core.metric.render import get_renderer
+    from maskscore_core.metric.views import ViewConfig
+
+    ctx = Context(workdir=tmp_path, config={"views": 2, "resolution": 64})
+    short = {"height": 0.25, "age": 0.45, "gender": 1.0}
+    subject = Subject("short", short)
+    a = Target("frame A", subject, (BodyState(phenotype=short),))
+    instance = EditInstance("k", EditInstruction("edit the mouth to match frame B", "mouth", "expression_change", "mesh"), a, a)
+    asset = plugins.call("encode", "mesh", modality="mesh", target=instance.a, ctx=ctx)
+    _caption, *images = omniscore.content_of(asset, instance, ctx, "Source")
+    vertices = get_reference_mesh().vertices([BodyState(phenotype=short)])[0]
+    renderer = get_renderer(ViewConfig(count=2, resolution=64))
+    framed = omniscore._shaded(renderer.render(subject_framing(short, "mouth").apply(vertices)))
+    unframed = omniscore._shaded(renderer.render(vertices))
+    assert [kind for kind, _ in images] == ["image", "image"]
+    np.testing.assert_allclose(images[0][1].astype(float), framed[0].astype(float), atol=1)
+    assert np.abs(images[0][1].astype(float) - unframed[0].astype(float)).max() > 50

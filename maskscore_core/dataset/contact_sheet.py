@@ -25,6 +25,7 @@ from maskscore_core.body.parts import pixel_mask
 from maskscore_core.metric.render import get_renderer
 from maskscore_core.metric.views import ViewConfig
 from maskscore_core.metric import foreign_mesh
+from maskscore_core.metric.framing import Framing, subject_framing
 from maskscore_core.metric.render import BACKGROUND_RGB, LIGHT_DIRECTION
 
 MASK_TINT = np.array([255, 64, 64], dtype=np.float64)
@@ -48,7 +49,8 @@ def _front_view(resolution: int):
     return ViewConfig(count=1, resolution=resolution, offset=(0.5, 0.0))
 
 
-def _mesh_tile(vertices: np.ndarray, part: str, resolution: int) -> np.ndarray:
+def _mesh_tile(vertices: np.ndarray, part: str, resolution: int, framing: Framing | None = None) -> np.ndarray:
+    vertices = vertices if framing is None else framing.apply(vertices)
     renderer = get_renderer(_front_view(resolution))
     rgb = renderer.render_rgb(vertices, resolution, resolution, view_index=0).astype(np.float64)
     mask = pixel_mask(renderer.render(vertices), part)[0]
@@ -56,11 +58,11 @@ def _mesh_tile(vertices: np.ndarray, part: str, resolution: int) -> np.ndarray:
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
 
-def _foreign_tile(decoded: Decoded, resolution: int) -> np.ndarray:
+def _foreign_tile(decoded: Decoded, resolution: int, framing: Framing | None = None) -> np.ndarray:
     """A mesh of its own topology (an image-to-3D model's output): its own triangles (not the ANNY
     fit the metric compares, `foreign_mesh.shown`), shaded as `Renderer.render_rgb` shades,
     without a part tint (it has no part labels)."""
-    result = foreign_mesh.render(foreign_mesh.shown(decoded), _front_view(resolution))
+    result = foreign_mesh.render(foreign_mesh.shown(decoded), _front_view(resolution), framing)
     shade = 0.15 + 0.85 * np.clip(np.abs(result.normals[0] @ LIGHT_DIRECTION), 0.0, 1.0)
     rgb = np.where(result.coverage[0][..., None], shade[..., None] * SKIN_RGB, BACKGROUND_RGB)
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
@@ -77,23 +79,24 @@ def _depth_tile(depth: np.ndarray, resolution: int) -> np.ndarray:
     return np.stack([np.asarray(image)] * 3, axis=-1)
 
 
-def decoded_tile(decoded: Decoded, part: str, resolution: int, what: str) -> np.ndarray:
-    """The picture of one decoded candidate or reference."""
+def decoded_tile(decoded: Decoded, part: str, resolution: int, what: str, framing: Framing | None = None) -> np.ndarray:
+    """The picture of one decoded candidate or reference, its mesh moved by `framing` (the row's:
+    depth maps are drawn with it already)."""
     if decoded.faces is not None:
-        return _foreign_tile(decoded, resolution)
+        return _foreign_tile(decoded, resolution, framing)
     if decoded.vertices is not None:
-        return _mesh_tile(decoded.vertices, part, resolution)
+        return _mesh_tile(decoded.vertices, part, resolution, framing)
     if decoded.frames:
-        return _mesh_tile(decoded.frames[len(decoded.frames) // 2], part, resolution)
+        return _mesh_tile(decoded.frames[len(decoded.frames) // 2], part, resolution, framing)
     if decoded.depth is not None:
         return _depth_tile(decoded.depth, resolution)
     raise ContactSheetError(f"{what} decodes to neither a mesh nor a depth map; nothing to draw")
 
 
-def _target_tile(target, part: str, resolution: int) -> np.ndarray:
+def _target_tile(target, part: str, resolution: int, framing: Framing) -> np.ndarray:
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
-    return _mesh_tile(get_reference_mesh().vertices([target.state])[0], part, resolution)
+    return _mesh_tile(get_reference_mesh().vertices([target.state])[0], part, resolution, framing)
 
 
 def _row_scores(root: Path, key: str) -> tuple[str, dict, dict[str, list[float]]]:
@@ -117,16 +120,17 @@ def draw_sheet(root: Path, key: str, out: Path, resolution: int = 192) -> Path:
     modality, row, scores = _row_scores(root, key)
     instance: EditInstance = reader.load_instance(root, key)
     part = instance.instruction.part
+    framing = subject_framing(instance.a.state.phenotype, part)  # every tile as the row is scored
     with tempfile.TemporaryDirectory(prefix="maskscore-show-") as workdir:
         # Assets are read back with the bench's own render settings (depth maps have that shape),
         # and before anything is drawn: a row that cannot be read fails at once.
         ctx = make_context(Path(workdir), 0, {**settings, "dataset_root": str(root)})
         candidates = reader.load_candidates(root, modality, row, ctx)
-        tiles = [("frame A (input)", _target_tile(instance.a, part, resolution), None),
-                 ("frame B (target)", _target_tile(instance.b, part, resolution), None)]
+        tiles = [("frame A (input)", _target_tile(instance.a, part, resolution, framing), None),
+                 ("frame B (target)", _target_tile(instance.b, part, resolution, framing), None)]
         for n, candidate in enumerate(candidates):
             decoded = plugins.call("decode_to_mesh", modality, asset=candidate.asset, instance=instance, ctx=ctx)
-            tile = decoded_tile(decoded, part, resolution, f"candidate {n + 1}")
+            tile = decoded_tile(decoded, part, resolution, f"candidate {n + 1}", framing)
             tile_scores = {d: scores[d][n] for d in vocab.DIMENSIONS if scores.get(d)}
             tiles.append((f"rung {candidate.rung}", tile, tile_scores))
     title = f"{key} | {modality} | {instance.instruction.task_type} | \"{instance.instruction.text}\""
