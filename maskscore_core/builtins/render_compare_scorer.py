@@ -28,7 +28,7 @@ from maskscore_core import Scorer, hookimpl
 from maskscore_core.edits.ladder import edit_fraction, ideal_edit
 from maskscore_core.plugin.records import CandidateScore, Decoded, PartMask
 from maskscore_core.dataset.reward_tables import view_config
-from maskscore_core.metric.framing import framing_of, subject_framing
+from maskscore_core.metric.framing import framing_of, row_framing
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin.context import RunConfig
 
@@ -171,6 +171,6 @@ def score(scorer, instance, candidates, ctx):
     ]
     # Every mesh of the row is framed on frame A's subject at rest, zoomed for the part, as the
     # depth modality's maps are (`Target.framed_part`).
-    framing = subject_framing(instance.a.state.phenotype, part)
+    framing = row_framing(instance)
     return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, region=mask.region,
                          halfway=refs["half"])  # fmt: skip

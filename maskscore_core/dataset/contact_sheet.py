@@ -25,7 +25,7 @@ from maskscore_core.body.parts import pixel_mask
 from maskscore_core.metric.render import get_renderer
 from maskscore_core.metric.views import ViewConfig
 from maskscore_core.metric import foreign_mesh
-from maskscore_core.metric.framing import Framing, subject_framing
+from maskscore_core.metric.framing import Framing, row_framing
 from maskscore_core.metric.render import BACKGROUND_RGB, LIGHT_DIRECTION
 
 MASK_TINT = np.array([255, 64, 64], dtype=np.float64)
@@ -120,7 +120,7 @@ def draw_sheet(root: Path, key: str, out: Path, resolution: int = 192) -> Path:
     modality, row, scores = _row_scores(root, key)
     instance: EditInstance = reader.load_instance(root, key)
     part = instance.instruction.part
-    framing = subject_framing(instance.a.state.phenotype, part)  # every tile as the row is scored
+    framing = row_framing(instance)  # every tile as the row is scored
     with tempfile.TemporaryDirectory(prefix="maskscore-show-") as workdir:
         # Assets are read back with the bench's own render settings (depth maps have that shape),
         # and before anything is drawn: a row that cannot be read fails at once.

@@ -21,7 +21,7 @@ from maskscore_core.dataset import schemas
 from maskscore_core.paths import contained
 from maskscore_core.plugin.records import EditInstance
 from maskscore_core.metric import appearance
-from maskscore_core.metric.framing import subject_framing
+from maskscore_core.metric.framing import row_framing
 from maskscore_core.metric.render import get_renderer
 from maskscore_core.metric.views import ViewConfig
 from maskscore_core.plugin.context import RunConfig
@@ -94,7 +94,7 @@ def conditioning_image(instance: EditInstance, root, ctx) -> str:
 
 def frame_a_picture(instance: EditInstance, config) -> np.ndarray:
     """(H, W, 3) uint8 picture of frame A from view 0 of `config`, framed as the row is scored
-    (`framing.subject_framing`: on the subject's head, zoomed for the edited part, so a short or
+    (`framing.row_framing`: on the subject's head, zoomed for the edited part, so a short or
     tall subject's face is in the picture), shaded with frame A's look (`appearance.picture`: its
     skin, light and backdrop) when it has one, so that a lighting_change, skin_tone or
     background_change row shows the input as it looks; else the renderer's plain picture
@@ -107,8 +107,7 @@ def frame_a_picture(instance: EditInstance, config) -> np.ndarray:
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     state = instance.a.state
-    framing = subject_framing(instance.a.framing_phenotype, instance.a.framed_part)
-    vertices = framing.apply(get_reference_mesh().vertices([state])[0])
+    vertices = row_framing(instance).apply(get_reference_mesh().vertices([state])[0])
     size = config.resolution
     if state.appearance is None:
         return get_renderer(config).render_rgb(vertices, size, size, view_index=0)

@@ -53,9 +53,7 @@ def _head_centre_and_size(anny_vertices: np.ndarray) -> tuple[np.ndarray, float]
 
 @functools.cache
 def _default_head() -> tuple[np.ndarray, float]:
-    from maskscore_core.body.reference_mesh import get_reference_mesh
-
-    return _head_centre_and_size(get_reference_mesh().anny_posed([BodyState()])["vertices"][0])
+    return _head_centre_and_size(_rest_vertices(()))
 
 
 def _head_framing(vertices: np.ndarray) -> Framing:
@@ -106,6 +104,12 @@ def subject_framing(phenotype: dict[str, float], part: str | None = None) -> Fra
     map, is seen by the same framing."""
     key = tuple(sorted((str(k), float(v)) for k, v in phenotype.items()))
     return _zoomed(_subject_head(key), part, lambda: _subject_part_pixels(key))
+
+
+def row_framing(instance) -> Framing:
+    """How every mesh of an edit instance's row is seen: frame A's subject at rest, zoomed for the
+    row's part; the scorer, the depth maps of the row's targets and every picture of the row."""
+    return subject_framing(instance.a.framing_phenotype, instance.instruction.part)
 
 
 # -- a zoom per edited part ------------------------------------------------------------------

@@ -92,14 +92,14 @@ def content_of(asset, instance, ctx, which: str) -> list:
     if decoded.depth is not None and decoded.vertices is None:
         pictures = _depth_pictures(decoded.depth)
     else:
-        from maskscore_core.metric.framing import subject_framing
+        from maskscore_core.metric.framing import row_framing
         from maskscore_core.metric.render import get_renderer
         from maskscore_core.metric.views import ViewConfig
 
         vertices = decoded.vertices if decoded.vertices is not None else decoded.frames[len(decoded.frames) // 2]
         config = ViewConfig(count=ctx.config.views, resolution=ctx.config.resolution)
         # framed as the row is scored (and as depth maps are drawn): frame A's head, zoomed for the part
-        framing = subject_framing(instance.a.state.phenotype, instance.instruction.part)
+        framing = row_framing(instance)
         if decoded.faces is not None:  # a mesh of its own topology (pixal3d): drawn with its own triangles
             from maskscore_core.metric import foreign_mesh
 
