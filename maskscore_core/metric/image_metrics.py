@@ -53,9 +53,9 @@ def _tensor(x, what: str) -> torch.Tensor:
         return t
     if t.dtype not in (torch.float32, torch.float64):
         t = t.to(torch.float64)
-    # One float64 sum is NaN/inf exactly when some element is (and cannot overflow for images):
-    # cheaper than an element-wise isfinite mask on every call.
-    if not bool(torch.isfinite(t.sum(dtype=torch.float64))):
+    # The smallest and largest element are finite exactly when every element is (both propagate
+    # NaN): one pass in the tensor's own type, cheaper than a float64 sum or an isfinite mask.
+    if t.numel() and not all(math.isfinite(float(v)) for v in torch.aminmax(t)):
         raise ImageShapeError(f"{what} holds NaN or infinite values")
     return t
 
@@ -183,16 +183,14 @@ def _ssim_window_map(ta: torch.Tensor, tb: torch.Tensor, rows: tuple[int, int], 
     return ssim.reshape(n, c, rows[1] - rows[0], cols[1] - cols[0]).mean(dim=1).to(torch.float64)
 
 
-def _content_box(content: torch.Tensor) -> tuple[int, int, int, int] | None:
-    """Rows and columns around the True pixels of (H, W), grown by the window radius."""
-    if not bool(content.any()):
-        return None
-    h, w = content.shape
+def _content_boxes(content: torch.Tensor) -> list[tuple[int, int, int, int] | None]:
+    """Per view of (N, H, W), the rows and columns around its True pixels grown by the window
+    radius (`_boxes`), clipped to the image."""
+    _n, h, w = content.shape
     radius = SSIM_WINDOW // 2
-    rows = torch.nonzero(content.any(dim=1))[:, 0]
-    cols = torch.nonzero(content.any(dim=0))[:, 0]
-    return (max(0, int(rows[0]) - radius), min(h, int(rows[-1]) + 1 + radius),
-            max(0, int(cols[0]) - radius), min(w, int(cols[-1]) + 1 + radius))
+    return [None if box is None else (max(0, box[0] - radius), min(h, box[1] + radius),
+                                      max(0, box[2] - radius), min(w, box[3] + radius))
+            for box in _boxes(content)]  # fmt: skip
 
 
 def ssim_map(a, b, data_range: float = NORMALS_RANGE) -> torch.Tensor:
@@ -205,7 +203,7 @@ def ssim_map(a, b, data_range: float = NORMALS_RANGE) -> torch.Tensor:
     ta, tb, _ = _views_and_mask(a, b, torch.ones(torch.as_tensor(a).shape[:3], dtype=torch.bool))
     n, h, w, _c = ta.shape
     out = torch.ones((n, h, w), dtype=torch.float64)
-    box = _content_box(((ta != 0) | (tb != 0)).any(dim=-1).any(dim=0))
+    box = _content_boxes(((ta != 0) | (tb != 0)).any(dim=-1).any(dim=0, keepdim=True))[0]
     if box is not None:
         r0, r1, c0, c1 = box
         out[:, r0:r1, c0:c1] = _ssim_window_map(ta, tb, (r0, r1), (c0, c1), data_range)
@@ -234,9 +232,7 @@ class SsimReference:
         # windows that see nothing but background (zeros) filter to exactly 0.
         self._mu_b = torch.zeros((n * c, h, w), dtype=self._pb.dtype)
         self._bb = torch.zeros((n * c, h, w), dtype=self._pb.dtype)
-        content = (tb != 0).any(dim=-1)
-        for view in range(n):
-            box = _content_box(content[view])
+        for view, box in enumerate(_content_boxes((tb != 0).any(dim=-1))):
             if box is None:
                 continue
             r0, r1, c0, c1 = box
@@ -261,10 +257,8 @@ class SsimReference:
         # A window in which candidate and reference agree pixel for pixel has SSIM exactly 1
         # (`_ssim_from_moments`), so only each view's box around differing pixels, grown by the
         # window's reach, is filtered: for a local edit, a small part of the picture.
-        differ = (ta != self._tb).any(dim=-1)
         padded = None
-        for view in range(n):
-            box = _content_box(differ[view])
+        for view, box in enumerate(_content_boxes((ta != self._tb).any(dim=-1))):
             if box is None:
                 continue
             r0, r1, c0, c1 = box
@@ -284,13 +278,16 @@ class SsimReference:
         return out
 
 
-def _box(mask: torch.Tensor) -> tuple[int, int, int, int] | None:
-    """Rows and columns around the True pixels of (H, W), or None when there are none."""
-    rows = torch.nonzero(mask.any(dim=1))[:, 0]
-    if len(rows) == 0:
-        return None
-    cols = torch.nonzero(mask.any(dim=0))[:, 0]
-    return int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+def _boxes(masks: torch.Tensor) -> list[tuple[int, int, int, int] | None]:
+    """Per view of (N, H, W) masks, the rows and columns around its True pixels (None where it
+    has none), found for all views at once."""
+    rows, cols = masks.any(dim=2), masks.any(dim=1)  # (N, H), (N, W)
+    height, width = rows.shape[1], cols.shape[1]
+    found = rows.any(dim=1).tolist()
+    # argmax gives the first maximum: the first True from either end.
+    r0, r1 = rows.to(torch.uint8).argmax(dim=1).tolist(), rows.flip(1).to(torch.uint8).argmax(dim=1).tolist()
+    c0, c1 = cols.to(torch.uint8).argmax(dim=1).tolist(), cols.flip(1).to(torch.uint8).argmax(dim=1).tolist()
+    return [(r0[v], height - r1[v], c0[v], width - c1[v]) if found[v] else None for v in range(len(found))]
 
 
 def region_ssim(candidate, references: list[SsimReference], regions: list) -> list[list[torch.Tensor]]:
@@ -316,8 +313,9 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
     n, h, w, c = ta.shape
     out: list[list[torch.Tensor]] = [[] for _ in references]
     padded = _padded_planes(ta, (0, h), (0, w))  # the whole image padded once; boxes are slices of it
+    boxes_by_mask = [_boxes(mask) for mask in masks]
     for view in range(n):
-        boxes = [_box(mask[view]) for mask in masks]
+        boxes = [boxes_of_mask[view] for boxes_of_mask in boxes_by_mask]
         found = [box for box in boxes if box is not None]
         if not found:
             for values in out:
@@ -342,8 +340,8 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
                     mu_a[inner].clone(), reference._mu_b[planes, b0:b1, d0:d1],
                     aa[inner].clone(), reference._bb[planes, b0:b1, d0:d1], ab, reference.data_range,
                 )  # fmt: skip  (_ssim_from_moments overwrites its first, third and fifth arguments)
-                ssim = ssim.reshape(1, c, b1 - b0, d1 - d0).mean(dim=1).to(torch.float64)[0]
-                out[k].append(ssim[masks[k][view, b0:b1, d0:d1]])
+                ssim = ssim.reshape(c, b1 - b0, d1 - d0).mean(dim=0)
+                out[k].append(ssim[masks[k][view, b0:b1, d0:d1]].to(torch.float64))
     return out
 
 
@@ -509,7 +507,8 @@ class Lpips:
         with torch.no_grad():
             for lin, fa, fb in zip(self._model.lins, features_a.layers, features_b.layers):
                 size = (int(fa.shape[2]), int(fa.shape[3]))
-                layer = lin((fa - fb) ** 2)[:, 0]
+                difference = fa - fb
+                layer = lin(difference.mul_(difference))[:, 0]  # (fa - fb) ** 2, one temporary fewer
                 by_size[size] = layer if size not in by_size else by_size[size] + layer
         return by_size
 
