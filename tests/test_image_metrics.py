@@ -55,6 +55,28 @@ def test_bad_inputs_are_named():
     nan[0, 0, 0] = np.nan
     with pytest.raises(im.ImageShapeError, match="NaN"):
         im.masked_ssim(nan, a, np.ones((2, 8, 8), bool))
+    for bad in (np.inf, -np.inf):  # the finite check looks at both ends, in float32 too
+        image = np.ones((2, 8, 8, 3), np.float32)
+        image[1, 7, 7, 2] = bad
+        with pytest.raises(im.ImageShapeError, match="NaN or infinite"):
+            im.SsimReference(image)
+    im.SsimReference(np.zeros((2, 8, 8, 3), np.float32))  # finite, all zero: accepted
+
+
+def test_boxes_of_masks_are_the_rows_and_columns_around_each_views_pixels():
+    rng = np.random.default_rng(3)
+    masks = rng.random((5, 17, 23)) > 0.97
+    masks[1] = False  # a view without pixels
+    masks[2] = False
+    masks[2, 16, 22] = True  # one pixel in the last row and column
+    masks[3] = False
+    masks[3, 0, 0] = True  # one in the first
+    expected = []
+    for view in masks:
+        rows, cols = np.flatnonzero(view.any(axis=1)), np.flatnonzero(view.any(axis=0))
+        expected.append(None if len(rows) == 0 else (rows[0], rows[-1] + 1, cols[0], cols[-1] + 1))
+    assert im._boxes(torch.as_tensor(masks)) == expected
+    assert expected[1] is None and expected[2] == (16, 17, 22, 23) and expected[3] == (0, 1, 0, 1)
 
 
 # ---------- SSIM ----------

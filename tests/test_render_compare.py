@@ -76,33 +76,6 @@ def test_scoring_is_deterministic_and_batching_changes_nothing(small, jaw_edit):
         assert alone.distances[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
 
 
-@pytest.mark.parametrize("views_per_task", [1, 3])
-def test_alexnet_tasks_of_a_few_views_give_one_batchs_features_and_scores(small, jaw_edit, views_per_task, monkeypatch):
-    """The scorer runs AlexNet as tasks of a few views each (`render_compare._Features`): pieced
-    together in view order they are the features of all views at once, and the scores follow."""
-    import concurrent.futures
-
-    from maskscore_core.metric import render_compare
-    from maskscore_core.metric.image_metrics import normals_to_images
-
-    a, b, prepared = jaw_edit
-    half = mesh({"jawOpen": 0.4})
-    whole = small.score(prepared, [half, mesh({"browInnerUp": 1.0})])
-    normals = prepared.a.normals
-    monkeypatch.setattr(render_compare, "ALEXNET_VIEWS", views_per_task)
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        pieced = render_compare._Features(pool, small.lpips, normals).result()
-    at_once = small.lpips.features(normals_to_images(normals))
-    assert len(pieced) == len(at_once) == 5
-    for layer, expected in zip(pieced.layers, at_once.layers):
-        assert layer.shape == expected.shape
-        assert float((layer - expected).abs().max()) <= 1e-6
-    split = small.score(prepared, [half, mesh({"browInnerUp": 1.0})])
-    for alone, together in zip(split, whole):
-        for key, value in together.distances.items():
-            assert alone.distances[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
-
-
 @pytest.mark.parametrize("part", ["mouth", "neck", "eyebrow"])
 def test_a_candidate_that_is_a_reference_is_not_rendered_again_and_scores_the_same(small, part, monkeypatch):
     """A frame-pair ladder's rungs 1 and 2 are the ideal and the halfway edit vertex for vertex:

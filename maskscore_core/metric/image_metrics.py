@@ -281,12 +281,13 @@ class SsimReference:
 def _boxes(masks: torch.Tensor) -> list[tuple[int, int, int, int] | None]:
     """Per view of (N, H, W) masks, the rows and columns around its True pixels (None where it
     has none), found for all views at once."""
-    rows, cols = masks.any(dim=2), masks.any(dim=1)  # (N, H), (N, W)
+    as_bytes = masks.view(torch.uint8)  # amax over bytes: several times faster than any() over bools
+    rows, cols = as_bytes.amax(dim=2), as_bytes.amax(dim=1)  # (N, H), (N, W)
     height, width = rows.shape[1], cols.shape[1]
-    found = rows.any(dim=1).tolist()
+    found = rows.amax(dim=1).tolist()
     # argmax gives the first maximum: the first True from either end.
-    r0, r1 = rows.to(torch.uint8).argmax(dim=1).tolist(), rows.flip(1).to(torch.uint8).argmax(dim=1).tolist()
-    c0, c1 = cols.to(torch.uint8).argmax(dim=1).tolist(), cols.flip(1).to(torch.uint8).argmax(dim=1).tolist()
+    r0, r1 = rows.argmax(dim=1).tolist(), rows.flip(1).argmax(dim=1).tolist()
+    c0, c1 = cols.argmax(dim=1).tolist(), cols.flip(1).argmax(dim=1).tolist()
     return [(r0[v], height - r1[v], c0[v], width - c1[v]) if found[v] else None for v in range(len(found))]
 
 

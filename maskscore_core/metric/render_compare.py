@@ -108,7 +108,6 @@ WEIGHTS: dict[str, float] = {
 # less the part of the edit's credit that was bought with the rest of the picture.
 
 NO_ALIGN_PARTS = ("neck",)
-ALEXNET_VIEWS = 4  # views per AlexNet task on the comparison pool (`_Features`)
 # The formulas' revision: bump when a change moves any score. `dataset.scorer_config` keys stored
 # scores by it. 2: calibrated instruction_following, consistency beyond frame B's own change,
 # alignment always, framing on frame A's head (issue 12). 3: follow terms down to TERM_FLOOR,
@@ -383,14 +382,14 @@ class RenderCompare:
         pool = _comparison_pool()
         with threads.one_thread():  # as in `score`: frame A goes through AlexNet while B renders
             a = self._side(ref_a, "frame A", framing, vertices_a)
-            lpips_a = _Features(pool, self.lpips, a.normals)
+            lpips_a = pool.submit(self.lpips.features, _lpips_images([a.normals]))
             ssim_a = pool.submit(SsimReference, a.normals)
             frame = None if part in NO_ALIGN_PARTS else head_motion.head_frame(vertices_a, part)
             aligned = vertices_b if frame is None else head_motion.align_to_a(frame, vertices_b)
             b = self._side(ref_b, "frame B", framing, aligned)
             if frame is not None:
                 b = attrs.evolve(b, head_motion=head_motion.motion_size(frame, vertices_b, aligned))
-            lpips_b = _Features(pool, self.lpips, b.normals)
+            lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
             ssim_b = pool.submit(SsimReference, b.normals)
             # The halfway mesh calibrates instruction_following (module docstring).
             if halfway is None or halfway.vertices is None:
@@ -401,7 +400,7 @@ class RenderCompare:
                 if frame is not None:
                     middle_vertices = head_motion.align_to_a(frame, middle_vertices)
             middle = self._side(halfway, "the mesh halfway from A to B", framing, middle_vertices)
-            lpips_middle = _Features(pool, self.lpips, middle.normals)
+            lpips_middle = pool.submit(self.lpips.features, _lpips_images([middle.normals]))
             inside = parts.pixel_mask(a.render, part, True, region) | parts.pixel_mask(b.render, part, True, region)
             if not inside.any():
                 raise RenderCompareError(
@@ -470,7 +469,7 @@ class RenderCompare:
                 for side in (prepared.a, b, middle)
             )
             pool = _comparison_pool()
-            lpips_features = tuple(feature.result() for feature in [_Features(pool, self.lpips, side.normals) for side in (a, b, middle)])
+            lpips_features = tuple(pool.map(lambda side: self.lpips.features(_lpips_images([side.normals])), (a, b, middle)))
             ssim_references = tuple(pool.map(lambda side: SsimReference(side.normals), (a, b)))
             change, references, halfway = _picture_references(a, b, middle, prepared.inside, ssim_references)
             inside_lpips = self._lpips_references(change, references, halfway, prepared.inside, lpips_features)
@@ -519,6 +518,9 @@ class RenderCompare:
             sides: list[Side] = []
             pictures, pending, known = [], {}, {}  # known: candidates that are frame B or the halfway mesh
 
+            def alexnet(normals):
+                return self.lpips.features(_lpips_images([normals]))
+
             for i, candidate in enumerate(candidates):
                 vertices, motion, surface = None, None, None
                 if isinstance(candidate, Decoded) and candidate.vertices is not None and candidate.faces is None:
@@ -540,7 +542,7 @@ class RenderCompare:
                     if surface is not None:
                         side = attrs.evolve(side, surface_residual=self._surface_residual(side, surface, prepared.framing))
                     if side.normals is not None:
-                        pending[i] = _Features(pool, self.lpips, side.normals)
+                        pending[i] = pool.submit(alexnet, side.normals)
                 sides.append(side)
                 if i not in known:
                     pictures.append(pool.submit(self._picture_distances, prepared, side))
@@ -768,34 +770,10 @@ def _masked_mean(values: np.ndarray, mask: np.ndarray | None) -> float:
     return float((values if mask is None else values[mask]).astype(np.float64).mean())
 
 
-class _Features:
-    """The LPIPS features of one set of views, made on the comparison pool as tasks of at most
-    `ALEXNET_VIEWS` views each: the last candidate of a row then goes through AlexNet on every
-    core rather than one while the rest of the row waits. The split is fixed, not the machine's
-    core count, so the features do not depend on the cores (and AlexNet gives each image the same
-    features in a batch of 4 as of 8 on the machines measured, docs/metric.md "Speed")."""
-
-    def __init__(self, pool: concurrent.futures.Executor, lpips, normals: np.ndarray) -> None:
-        self._tasks = [
-            pool.submit(_alexnet_features, lpips, normals[start : start + ALEXNET_VIEWS])
-            for start in range(0, len(normals), ALEXNET_VIEWS)
-        ]
-
-    def result(self):
-        from maskscore_core.metric.image_metrics import LpipsFeatures
-
-        pieces = [task.result() for task in self._tasks]
-        if len(pieces) == 1:
-            return pieces[0]
-        layers = tuple(torch.cat(layer) for layer in zip(*(piece.layers for piece in pieces)))
-        return LpipsFeatures(layers=layers, image_size=pieces[0].image_size)
-
-
-def _alexnet_features(lpips, normals: np.ndarray):
-    """LPIPS features of (n, H, W, 3) normals (one task of `_Features`)."""
+def _lpips_images(normal_sets: list[np.ndarray]) -> torch.Tensor:
     from maskscore_core.metric.image_metrics import normals_to_images
 
-    return lpips.features(normals_to_images(normals))
+    return normals_to_images(np.concatenate(normal_sets, axis=0))
 
 def appearance_regions(prepared: PreparedReference, inside: np.ndarray, outside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where the shaded pictures are compared: (edited region, the rest of the picture).
