@@ -321,6 +321,9 @@ def main(out_path, rows, views, resolution, part, streams):
         if [s.distances for s in unreused] != [s.distances for s in scores]:
             raise SystemExit("the reused references' distances differ from rendering the candidates again")
     full_s, floor_s = float(np.median(full_times)), float(np.median(floor_times))
+    # Each full row over the floor row timed just before it: how far the ratio moves within one
+    # run (a shared host's speed drifts; a single median hides by how much).
+    pair_ratios = np.array(full_times) / np.array(floor_times)
     full_cpu_s, floor_cpu_s = float(np.median(full_cpu)), float(np.median(floor_cpu))
     rows_peak_mb = peak_mb()
     shared = shared_file_mb()
@@ -344,6 +347,7 @@ def main(out_path, rows, views, resolution, part, streams):
         "candidates_per_s": round(len(decoded) / full_s, 3),
         "floor_rows_per_s": round(1.0 / floor_s, 3),
         "full_over_floor": round(full_s / floor_s, 3),
+        "full_over_floor_pairs_quartiles": [round(float(q), 3) for q in np.percentile(pair_ratios, [25, 50, 75])],
         "row_cpu_s_median": round(full_cpu_s, 4),
         "floor_row_cpu_s_median": round(floor_cpu_s, 4),
         "full_over_floor_cpu": round(full_cpu_s / floor_cpu_s, 3),
@@ -367,6 +371,8 @@ def main(out_path, rows, views, resolution, part, streams):
         ("candidates/s", figures["candidates_per_s"], ""),
         ("floor rows/s", figures["floor_rows_per_s"], ""),
         ("full / floor", figures["full_over_floor"], "<= 1.25"),
+        ("  pairs' IQR", "-".join(f"{q:.3f}" for q in figures["full_over_floor_pairs_quartiles"][::2]),
+         "row by row, each over the floor row before it"),
         ("row CPU s", figures["row_cpu_s_median"], ""),
         ("floor CPU s", figures["floor_row_cpu_s_median"], ""),
         ("full/floor CPU", figures["full_over_floor_cpu"], ""),

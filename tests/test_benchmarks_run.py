@@ -25,6 +25,8 @@ def test_bench_metric_runs_and_reports_its_split(tmp_path):
     assert figures["renders_per_row"] == 6 and figures["alexnet_images_per_row"] == 12
     assert set(figures["stage_cpu_s"]) == {"renders", "alexnet", "full_row", "comparisons"}
     assert figures["full_over_floor_cpu"] > 0 and len(figures["overall_scores"]) == 5
+    low, middle, high = figures["full_over_floor_pairs_quartiles"]  # row-by-row spread of the ratio
+    assert 0 < low <= middle <= high
     assert figures["rows_per_s_without_reuse"] > 0 and figures["reuse_speedup"] > 0
     assert figures["machine_speed"]["sgemm_gflops_one_thread"] > 0 and figures["machine_speed"]["cpu_capability"]
     # The libraries' pages (torch, Mitsuba, Warp) that two streams share: hundreds of MB on Linux.
