@@ -10,10 +10,13 @@ renders and features (`render_compare._rendered_reference`) instead of making th
 are the same.
 The floor is the same renders and the same AlexNet forwards without any comparison: they are
 recorded while a full row runs (`_recorded_work`: every mesh the renderer is given, every image
-batch AlexNet sees), then replayed with the scorer's own overlap, renders on this thread while
-the forwards run on the scorer's pool (`_floor`). So the floor follows the metric as it changes;
-the figures report how many renders and images a row takes. full / floor says how much the
-comparisons (L1, SSIM, LPIPS distances, masks, head-motion fits) add on top. `stage_cpu_s` splits
+batch AlexNet sees), then replayed with the scorer's threads, renders on this thread while
+the forwards run on the scorer's pool, every forward submitted first (`_floor`). So the floor
+follows the metric as it changes; the figures report how many renders and images a row takes.
+full / floor says how much the rest of a row costs on top: the comparisons (L1, SSIM, LPIPS
+distances, masks, head-motion fits) and the order a row's data imposes, a mesh's AlexNet forward
+only after its render. The chained floor (`_chained_floor`) keeps that order, so full / floor =
+chained / floor (the order) x full / chained (the comparisons). `stage_cpu_s` splits
 one row's process CPU time into renders, AlexNet and the rest, run one after another on one
 torch thread: that split holds on a loaded machine, where wall times do not.
 
@@ -261,6 +264,30 @@ def _floor(compare, meshes, batches):
     return floor_row
 
 
+def _chained_floor(compare, meshes, batches):
+    """The floor row in the order a row's data allows: each mesh's AlexNet forward submitted
+    only once that mesh is rendered (`_floor` submits them all first). Between the two floors is
+    what a row's own dependencies cost, render before AlexNet, whatever the comparisons do.
+    None where the row's renders and AlexNet batches do not pair one to one."""
+    from maskscore_core import threads
+    from maskscore_core.metric import render_compare
+
+    if len(meshes) != len(batches):
+        return None
+
+    def chained_row():
+        pool = render_compare._comparison_pool()
+        with threads.one_thread():
+            futures = []
+            for vertices, batch in zip(meshes, batches):
+                compare.renderer.render(vertices)
+                futures.append(pool.submit(compare.lpips.features, batch))
+            for future in futures:
+                future.result()
+
+    return chained_row
+
+
 def _stage_cpu(compare, meshes, batches, full_row) -> dict:
     """Process CPU seconds of one row's stages run one after another on one torch thread: the
     renders, the AlexNet forwards, and the rest of a full row (the comparisons: depth, normals,
@@ -302,15 +329,20 @@ def main(out_path, rows, views, resolution, part, streams):
 
     meshes, batches = _recorded_work(compare, full_row)
     floor_row = _floor(compare, meshes, batches)
+    chained_row = _chained_floor(compare, meshes, batches)
     stages = _stage_cpu(compare, meshes, batches, full_row)
 
     # Interleave full, floor and unreused rows so that load from other processes hits all alike.
-    full_times, floor_times, full_cpu, floor_cpu, unreused_times = [], [], [], [], []
+    full_times, floor_times, full_cpu, floor_cpu, unreused_times, chained_times = [], [], [], [], [], []
     for _ in range(rows):
         start, cpu = time.perf_counter(), time.process_time()
         floor_row()
         floor_times.append(time.perf_counter() - start)
         floor_cpu.append(time.process_time() - cpu)
+        if chained_row is not None:
+            start = time.perf_counter()
+            chained_row()
+            chained_times.append(time.perf_counter() - start)
         start, cpu = time.perf_counter(), time.process_time()
         scores = full_row()
         full_times.append(time.perf_counter() - start)
@@ -325,6 +357,7 @@ def main(out_path, rows, views, resolution, part, streams):
     # run (a shared host's speed drifts; a single median hides by how much).
     pair_ratios = np.array(full_times) / np.array(floor_times)
     full_cpu_s, floor_cpu_s = float(np.median(full_cpu)), float(np.median(floor_cpu))
+    chained_s = float(np.median(chained_times)) if chained_times else None
     rows_peak_mb = peak_mb()
     shared = shared_file_mb()
 
@@ -351,6 +384,10 @@ def main(out_path, rows, views, resolution, part, streams):
         "row_cpu_s_median": round(full_cpu_s, 4),
         "floor_row_cpu_s_median": round(floor_cpu_s, 4),
         "full_over_floor_cpu": round(full_cpu_s / floor_cpu_s, 3),
+        # the floor with each AlexNet forward after its render, as a row's data allows
+        "chained_floor_rows_per_s": None if chained_s is None else round(1.0 / chained_s, 3),
+        "chained_floor_over_floor": None if chained_s is None else round(chained_s / floor_s, 3),
+        "full_over_chained_floor": None if chained_s is None else round(full_s / chained_s, 3),
         # the same row with every candidate rendered and compared, rungs 1 and 2 included
         "rows_per_s_without_reuse": round(1.0 / float(np.median(unreused_times)), 3),
         "reuse_speedup": round(float(np.median(unreused_times)) / full_s, 3),
@@ -376,6 +413,8 @@ def main(out_path, rows, views, resolution, part, streams):
         ("row CPU s", figures["row_cpu_s_median"], ""),
         ("floor CPU s", figures["floor_row_cpu_s_median"], ""),
         ("full/floor CPU", figures["full_over_floor_cpu"], ""),
+        *([("chained/floor", figures["chained_floor_over_floor"], "each AlexNet after its render: the row's own order"),
+           ("full/chained", figures["full_over_chained_floor"], "what the comparisons add to that")] if chained_s else []),
         ("rows/s no reuse", figures["rows_per_s_without_reuse"], "rungs 1 and 2 rendered again"),
         ("reuse speedup", figures["reuse_speedup"], "same distances (checked)"),
         *((f"CPU s {name}", value, "one row, one thread") for name, value in stages.items()),
