@@ -15,7 +15,7 @@ the forwards run on the scorer's pool, every forward submitted first (`_floor`).
 follows the metric as it changes; the figures report how many renders and images a row takes.
 full / floor says how much the rest of a row costs on top: the comparisons (L1, SSIM, LPIPS
 distances, masks, head-motion fits) and the order a row's data imposes, a mesh's AlexNet forward
-only after its render. The chained floor (`_chained_floor`) keeps that order, so full / floor =
+only after its render. The chained floor (`_floor(..., chained=True)`) keeps that order, so full / floor =
 chained / floor (the order) x full / chained (the comparisons). `stage_cpu_s` splits
 one row's process CPU time into renders, AlexNet and the rest, run one after another on one
 torch thread: that split holds on a loaded machine, where wall times do not.
@@ -246,46 +246,30 @@ def _without_reuse(row):
         render_compare._rendered_reference = found
 
 
-def _floor(compare, meshes, batches):
+def _floor(compare, meshes, batches, *, chained: bool = False):
     """The floor row: the recorded renders on this thread while the recorded AlexNet forwards run
-    on the scorer's pool, one torch thread each, as the scorer runs them; no comparison."""
+    on the scorer's pool, one torch thread each, as the scorer runs them; no comparison. Every
+    forward is submitted first, or, `chained`, each only once its mesh is rendered: the order a
+    row's data allows, so that between the two floors is what that order costs, whatever the
+    comparisons do. A chained floor is None where renders and batches do not pair one to one."""
     from maskscore_core import threads
     from maskscore_core.metric import render_compare
+
+    if chained and len(meshes) != len(batches):
+        return None
 
     def floor_row():
         pool = render_compare._comparison_pool()
         with threads.one_thread():
-            futures = [pool.submit(compare.lpips.features, batch) for batch in batches]
-            for vertices in meshes:
+            futures = [] if chained else [pool.submit(compare.lpips.features, batch) for batch in batches]
+            for k, vertices in enumerate(meshes):
                 compare.renderer.render(vertices)
+                if chained:
+                    futures.append(pool.submit(compare.lpips.features, batches[k]))
             for future in futures:
                 future.result()
 
     return floor_row
-
-
-def _chained_floor(compare, meshes, batches):
-    """The floor row in the order a row's data allows: each mesh's AlexNet forward submitted
-    only once that mesh is rendered (`_floor` submits them all first). Between the two floors is
-    what a row's own dependencies cost, render before AlexNet, whatever the comparisons do.
-    None where the row's renders and AlexNet batches do not pair one to one."""
-    from maskscore_core import threads
-    from maskscore_core.metric import render_compare
-
-    if len(meshes) != len(batches):
-        return None
-
-    def chained_row():
-        pool = render_compare._comparison_pool()
-        with threads.one_thread():
-            futures = []
-            for vertices, batch in zip(meshes, batches):
-                compare.renderer.render(vertices)
-                futures.append(pool.submit(compare.lpips.features, batch))
-            for future in futures:
-                future.result()
-
-    return chained_row
 
 
 def _stage_cpu(compare, meshes, batches, full_row) -> dict:
@@ -329,7 +313,7 @@ def main(out_path, rows, views, resolution, part, streams):
 
     meshes, batches = _recorded_work(compare, full_row)
     floor_row = _floor(compare, meshes, batches)
-    chained_row = _chained_floor(compare, meshes, batches)
+    chained_row = _floor(compare, meshes, batches, chained=True)
     stages = _stage_cpu(compare, meshes, batches, full_row)
 
     # Interleave full, floor and unreused rows so that load from other processes hits all alike.
