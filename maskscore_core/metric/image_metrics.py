@@ -28,7 +28,7 @@ from pathlib import Path
 import attrs
 import torch
 
-from maskscore_core.metric import lpips_weights
+from maskscore_core.metric import gaussian_blur, lpips_weights
 
 NORMALS_RANGE = 2.0  # normals are unit vectors: components in [-1, 1]
 SSIM_WINDOW = 11
@@ -118,22 +118,11 @@ def _symmetric_indices(size: int, radius: int, start: int, stop: int) -> torch.T
     return torch.where(idx >= size, 2 * size - 1 - idx, idx)
 
 
-def _blur_valid(planes: torch.Tensor) -> torch.Tensor:
-    """Separable 11x11 Gaussian filter of padded (B, H+10, W+10) planes -> (B, H, W).
-
-    Written as 2 x 11 in-place shifted adds: on a CPU this is several times faster than
-    conv2d with a one-channel kernel, and gives the same sums.
-    """
-    weights = _blur_weights()
-    width = planes.shape[-1] - (SSIM_WINDOW - 1)
-    rows = planes[..., :, 0:width] * weights[0]
-    for i in range(1, SSIM_WINDOW):
-        rows.add_(planes[..., :, i : i + width], alpha=weights[i])
-    height = planes.shape[-2] - (SSIM_WINDOW - 1)
-    out = rows[..., 0:height, :] * weights[0]
-    for i in range(1, SSIM_WINDOW):
-        out.add_(rows[..., i : i + height, :], alpha=weights[i])
-    return out
+def _blur_valid(planes: torch.Tensor, other: torch.Tensor | None = None) -> torch.Tensor:
+    """Separable 11x11 Gaussian filter of padded (B, H+10, W+10) planes (or of their product
+    with `other`) -> (B, H, W), compiled (`gaussian_blur`): the same sums as 2 x 11 shifted
+    in-place adds in torch, several times faster."""
+    return gaussian_blur.blur_valid(planes, _blur_weights(), other)
 
 
 def _padded_planes(t: torch.Tensor, rows: tuple[int, int], cols: tuple[int, int]) -> torch.Tensor:
@@ -178,7 +167,7 @@ def _ssim_window_map(ta: torch.Tensor, tb: torch.Tensor, rows: tuple[int, int], 
     n, _, _, c = ta.shape
     pa, pb = _padded_planes(ta, rows, cols), _padded_planes(tb, rows, cols)
     with torch.no_grad():
-        mu_a, mu_b, aa, bb, ab = (_blur_valid(x) for x in (pa, pb, pa * pa, pb * pb, pa * pb))
+        mu_a, mu_b, aa, bb, ab = (_blur_valid(x, y) for x, y in ((pa, None), (pb, None), (pa, pa), (pb, pb), (pa, pb)))
     ssim = _ssim_from_moments(mu_a, mu_b, aa, bb, ab, data_range)
     return ssim.reshape(n, c, rows[1] - rows[0], cols[1] - cols[0]).mean(dim=1).to(torch.float64)
 
@@ -239,7 +228,7 @@ class SsimReference:
             planes = slice(view * c, (view + 1) * c)
             pb = self._pb[planes, r0 : r1 + SSIM_WINDOW - 1, c0 : c1 + SSIM_WINDOW - 1]
             with torch.no_grad():
-                mu, squares = _blur_valid(torch.cat([pb, pb * pb])).split(c)
+                mu, squares = _blur_valid(pb), _blur_valid(pb, pb)
             self._mu_b[planes, r0:r1, c0:c1], self._bb[planes, r0:r1, c0:c1] = mu, squares
 
     def map(self, candidate) -> torch.Tensor:
@@ -269,9 +258,9 @@ class SsimReference:
             with torch.no_grad():
                 if other is not None:  # overwritten below: copies
                     mu_a, aa = (x[planes, r0:r1, c0:c1].clone() for x in (other._mu_b, other._bb))
-                    ab = _blur_valid(pa * pb)
+                    ab = _blur_valid(pa, pb)
                 else:
-                    mu_a, aa, ab = (_blur_valid(x) for x in (pa, pa * pa, pa * pb))
+                    mu_a, aa, ab = _blur_valid(pa), _blur_valid(pa, pa), _blur_valid(pa, pb)
             mu_b, bb = self._mu_b[planes, r0:r1, c0:c1], self._bb[planes, r0:r1, c0:c1]
             ssim = _ssim_from_moments(mu_a, mu_b, aa, bb, ab, self.data_range)
             out[view, r0:r1, c0:c1] = ssim.reshape(c, r1 - r0, c1 - c0).mean(dim=0).to(torch.float64)
@@ -327,7 +316,7 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
         planes = slice(view * c, (view + 1) * c)
         pa = padded[planes, r0 : r1 + SSIM_WINDOW - 1, c0 : c1 + SSIM_WINDOW - 1]
         with torch.no_grad():
-            mu_a, aa = _blur_valid(torch.cat([pa, pa * pa])).split(c)
+            mu_a, aa = _blur_valid(pa), _blur_valid(pa, pa)
             for k, (reference, box) in enumerate(zip(references, boxes)):
                 if box is None:
                     out[k].append(torch.zeros(0, dtype=torch.float64))
@@ -336,7 +325,7 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
                 pb = reference._pb[planes, b0 : b1 + SSIM_WINDOW - 1, d0 : d1 + SSIM_WINDOW - 1]
                 inner = (slice(None), slice(b0 - r0, b1 - r0), slice(d0 - c0, d1 - c0))
                 halo = (slice(None), slice(b0 - r0, b1 - r0 + SSIM_WINDOW - 1), slice(d0 - c0, d1 - c0 + SSIM_WINDOW - 1))
-                ab = _blur_valid(pa[halo] * pb)
+                ab = _blur_valid(pa[halo], pb)
                 ssim = _ssim_from_moments(
                     mu_a[inner].clone(), reference._mu_b[planes, b0:b1, d0:d1],
                     aa[inner].clone(), reference._bb[planes, b0:b1, d0:d1], ab, reference.data_range,

@@ -1,0 +1,74 @@
+"""The compiled SSIM window filter gives torch's shifted in-place adds bit for bit."""
+
+import numpy as np
+import pytest
+import torch
+
+from maskscore_core.metric import gaussian_blur
+from maskscore_core.metric.image_metrics import SSIM_WINDOW, _blur_weights
+
+
+def _torch_filter(planes: torch.Tensor, weights) -> torch.Tensor:
+    """The filter as torch adds it (what every score before the compiled filter was made with)."""
+    width = planes.shape[-1] - (SSIM_WINDOW - 1)
+    rows = planes[..., :, 0:width] * weights[0]
+    for i in range(1, SSIM_WINDOW):
+        rows.add_(planes[..., :, i : i + width], alpha=weights[i])
+    height = planes.shape[-2] - (SSIM_WINDOW - 1)
+    out = rows[..., 0:height, :] * weights[0]
+    for i in range(1, SSIM_WINDOW):
+        out.add_(rows[..., i : i + height, :], alpha=weights[i])
+    return out
+
+
+@pytest.mark.parametrize(
+    "window",
+    [
+        (slice(None), slice(None), slice(None)),  # whole, contiguous
+        (slice(0, 3), slice(40, 266), slice(2, 254)),  # a view's box: strided rows
+        (slice(3, 6), slice(100, 111), slice(7, 18)),  # one output pixel
+        (slice(0, 1), slice(5, 60), slice(0, 77)),  # widths that are no multiple of a vector
+    ],
+)
+def test_the_compiled_filter_equals_torchs_adds_bit_for_bit(window):
+    generator = torch.Generator().manual_seed(0)
+    first = torch.rand((24, 266, 266), generator=generator) * 2 - 1
+    second = torch.rand((24, 266, 266), generator=generator) * 2 - 1
+    weights = _blur_weights()
+    planes, factor = first[window], second[window]
+    with torch.no_grad():
+        assert torch.equal(gaussian_blur.blur_valid(planes, weights), _torch_filter(planes.clone(), weights))
+        assert torch.equal(gaussian_blur.blur_valid(planes, weights, factor), _torch_filter(planes * factor, weights))
+    # the inputs are read, never written
+    assert torch.equal(first[window], planes) and torch.equal(second[window], factor)
+
+
+def test_a_plane_smaller_than_the_window_filters_to_nothing():
+    out = gaussian_blur.blur_valid(torch.zeros((2, 10, 40)), _blur_weights())
+    assert out.shape == (2, 0, 30)
+
+
+@pytest.mark.parametrize(
+    "planes, other, weights, message",
+    [
+        (torch.zeros((2, 20, 20), dtype=torch.float64), None, None, "float32"),
+        (torch.zeros((20, 20)), None, None, r"\(P, H, W\)"),
+        (torch.zeros((2, 20, 20)), torch.zeros((2, 20, 21)), None, "differ"),
+        (torch.zeros((2, 20, 20)), None, (0.5, 0.5), "11 taps"),
+    ],
+)
+def test_wrong_planes_are_refused_in_one_line(planes, other, weights, message):
+    with pytest.raises(ValueError, match=message) as caught:
+        gaussian_blur.blur_valid(planes, weights or _blur_weights(), other)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_filter_runs_on_several_threads_at_once_with_the_same_result():
+    """The scorer's pool runs it on two threads (the GIL released): same planes, same sums."""
+    import concurrent.futures
+
+    planes = torch.tensor(np.random.default_rng(1).uniform(-1, 1, (6, 120, 130)).astype(np.float32))
+    expected = _torch_filter(planes.clone(), _blur_weights())
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        found = list(pool.map(lambda _: gaussian_blur.blur_valid(planes, _blur_weights()), range(6)))
+    assert all(torch.equal(f, expected) for f in found)
