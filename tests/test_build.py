@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from maskscore_core import vocab
+from maskscore_core import threads, vocab
 
 from maskscore_core.plugin import manager as plugins
 
@@ -142,6 +142,24 @@ def test_two_worker_processes_give_the_same_bytes_as_one(tmp_path):
     run_build(toy_config(tmp_path / "serial"), progress=False)
     run_build(toy_config(tmp_path / "pool", workers=2), progress=False)
     assert tree_bytes(tmp_path / "serial") == tree_bytes(tmp_path / "pool")
+
+
+def test_a_scorer_that_allows_it_scores_two_rows_at_once_with_the_same_bytes(tmp_path, monkeypatch):
+    """`Scorer.rows_in_flight` = 2: the builder scores two rows at once on threads where the
+    worker has two threads, one at a time on one; the bytes are the same, and the scores those
+    of the same scorer one row at a time."""
+    toy.OVERLAP["most"] = 0
+    monkeypatch.setenv(threads.ENV, "1")
+    run_build(toy_config(tmp_path / "one", scorer=toy.OVERLAPPING, shard_size=4), progress=False)
+    assert toy.OVERLAP["most"] == 1
+    monkeypatch.setenv(threads.ENV, "2")
+    run_build(toy_config(tmp_path / "two", scorer=toy.OVERLAPPING, shard_size=4), progress=False)
+    assert toy.OVERLAP["most"] == 2
+    assert tree_bytes(tmp_path / "one") == tree_bytes(tmp_path / "two")
+    run_build(toy_config(tmp_path / "plain", scorer="toy-score", shard_size=4), progress=False)
+    plain, two = (pq.read_table(sorted((tmp_path / d / "data").rglob("*.parquet"))[0]).column("scores").to_pylist()
+                  for d in ("plain", "two"))  # fmt: skip
+    assert plain == two
 
 
 def test_bench_and_training_sets_share_no_subject(tmp_path):

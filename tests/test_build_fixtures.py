@@ -12,6 +12,7 @@ two plugins may not register one modality.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +44,11 @@ ACTIONS = 8  # expression entries the toy source varies
 
 
 SCORERS = ("toy-score", "toy-noisy", "toy-broken", "toy-constant")
+# toy-score's scores from a scorer that lets the builder score two rows at once
+# (`Scorer.rows_in_flight`); OVERLAP counts how many of its calls ran at once in this process.
+OVERLAPPING = "toy-overlapping"
+OVERLAP = {"now": 0, "most": 0}
+_overlap_lock = threading.Lock()
 
 
 @pytest.fixture
@@ -135,6 +141,7 @@ def register_editors(register):
 def register_scorers(register):
     for name in SCORERS:
         register(Scorer(name))
+    register(Scorer(OVERLAPPING, rows_in_flight=2))
 
 
 @hookimpl
@@ -209,6 +216,17 @@ def score(scorer, instance, candidates, ctx):
             follow, keep = 1.0 / (1.0 + to_b), 1.0 / (1.0 + to_a)
             out.append(CandidateScore(follow, keep, 0.5 * (follow + keep), {"to_b": to_b, "to_a": to_a}))
         return out
+    if scorer == OVERLAPPING:
+        with _overlap_lock:
+            OVERLAP["now"] += 1
+            OVERLAP["most"] = max(OVERLAP["most"], OVERLAP["now"])
+        time.sleep(0.3)  # longer than the builder takes to edit and write the next row
+        try:
+            with plugins.serialized():  # where a real scorer makes its plugin calls
+                return score("toy-score", instance, candidates, ctx)
+        finally:
+            with _overlap_lock:
+                OVERLAP["now"] -= 1
     if scorer == "toy-noisy":
         rng = np.random.default_rng([ctx.seed, len(instance.key)])
         out = []

@@ -52,9 +52,10 @@ def test_rl_train_of_all_eight_modalities_with_the_real_plugins(tmp_path):
     pq.read_table(root / "data" / "pose" / "shard-00000.parquet")
 
 
-# A real scored bench, small: one instance of mesh and one of keypoints (float64 columns show
-# the last bit), one shard each.
-REAL_BENCH = ("bench", "--rows", "6", "--seed", "0", "--subjects", "24", "--shard-size", "1", "--modalities", "mesh,keypoints",
+# A real scored bench, small: two instances of mesh and two of keypoints (float64 columns show
+# the last bit), one shard each, so that a worker on two threads scores two rows at once
+# (`Scorer.rows_in_flight`) and one on one thread one at a time.
+REAL_BENCH = ("bench", "--rows", "12", "--seed", "0", "--subjects", "24", "--shard-size", "2", "--modalities", "mesh,keypoints",
               "--views", "2", "--resolution", "32", "--quiet")  # fmt: skip
 
 
@@ -94,13 +95,14 @@ def _resumed_by_two_workers(root: Path, reference: Path) -> None:
 ])  # fmt: skip
 def test_real_bench_has_the_same_bytes_whatever_the_workers_and_threads(real_bench, tmp_path, build):
     """Built for real (scored) in fresh processes: the bytes of every file (float64 keypoints,
-    .glb meshes, scores) do not depend on the torch / Dr.Jit thread count, the worker count, or
-    on a resume by another worker count."""
+    .glb meshes, scores) do not depend on the torch / Dr.Jit thread count, the worker count, the
+    rows scored at once (two on the reference's two threads, one on one), or on a resume by
+    another worker count."""
     build(tmp_path / "other", real_bench)
     card = json.loads((real_bench / "card.json").read_text())
-    # one instance per modality, the first task type of each (the plan), made for real
+    # two instances per modality, the first two task types of each (the plan), made for real
     assert card["counts"]["modality_task_type"] == card["planned"]["modality_task_type"] == {
-        "mesh/part_add": 3, "keypoints/expression_change": 3}
+        "mesh/part_add": 3, "mesh/part_remove": 3, "keypoints/expression_change": 3, "keypoints/surface_edit": 3}
     files = sorted(p.relative_to(real_bench) for p in real_bench.rglob("*") if p.is_file())
     assert any(p.suffix == ".glb" for p in files) and any(p.parts[0] == "conditioning" for p in files)
     assert files == sorted(p.relative_to(tmp_path / "other") for p in (tmp_path / "other").rglob("*") if p.is_file())

@@ -41,7 +41,9 @@ class RenderCompareScorerError(ValueError):
 
 @hookimpl
 def register_scorers(register):
-    register(Scorer(NAME, "render-and-compare through the ANNY mesh: depth, normals, SSIM, LPIPS in the part's region"))
+    # Two rows at once: a row alone leaves a core idle at its ends (dataset/rows_in_flight.py).
+    register(Scorer(NAME, "render-and-compare through the ANNY mesh: depth, normals, SSIM, LPIPS in the part's region",
+                    rows_in_flight=2))  # fmt: skip
 
 
 def view_config_of(ctx):
@@ -135,6 +137,18 @@ def _add_activation(score: CandidateScore, activations, activations_a, activatio
 def score(scorer, instance, candidates, ctx):
     if not candidates:
         return []
+    # Rows may be scored two at once (`Scorer.rows_in_flight`): the modality's plugin calls and
+    # the references' making run one row at a time, the rendering and comparing side by side.
+    with plugins.serialized():
+        row = _decoded_row(scorer, instance, candidates, ctx)
+    if isinstance(row, list):  # candidates read from pixels of several sizes, scored group by group
+        return row
+    return score_decoded(*row)
+
+
+def _decoded_row(scorer, instance, candidates, ctx):
+    """(compare, part, frame A, the ideal edit, the candidates decoded, framing, region, halfway)
+    for `score_decoded`, or the scores themselves where the candidates fall into groups."""
     modalities = sorted({c.asset.modality for c in candidates})
     if len(modalities) != 1:
         raise RenderCompareScorerError(f"one edit's candidates share one modality; got {modalities}")
@@ -172,5 +186,4 @@ def score(scorer, instance, candidates, ctx):
     # Every mesh of the row is framed on frame A's subject at rest, zoomed for the part, as the
     # depth modality's maps are (`Target.framed_part`).
     framing = row_framing(instance)
-    return score_decoded(render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, region=mask.region,
-                         halfway=refs["half"])  # fmt: skip
+    return render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, mask.region, refs["half"]

@@ -12,6 +12,7 @@ duplicates none.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
@@ -24,7 +25,7 @@ import attrs
 import numpy as np
 import pyarrow.parquet as pq
 
-from maskscore_core import vocab
+from maskscore_core import threads, vocab
 
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin import model_editors
@@ -36,6 +37,7 @@ from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 from maskscore_core.dataset.reward_tables import render_conditioning_image
 from maskscore_core.dataset import atomic, reader, verify
 from maskscore_core.dataset.plan import BuildConfig, ShardSpec
+from maskscore_core.dataset.rows_in_flight import RowsInFlight
 from maskscore_core.dataset.scorer_config import hook_config
 from maskscore_core.dataset.splits import SPLITS, trials_for_split
 
@@ -151,7 +153,14 @@ def _ordered(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, asset_dir: Path, ctx: Context) -> list[dict]:
-    """Edit, write the assets, score them as the rows hold them, and return the instance's rows.
+    """Edit, write the assets, score them as the rows hold them, and return the instance's rows
+    (`written_rows`, then `scored_rows`)."""
+    return scored_rows(config, instance, *written_rows(config, instance, temp_root, asset_dir, ctx), ctx)
+
+
+def written_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, asset_dir: Path, ctx: Context):
+    """Edit and write the assets; returns (the unscored row, the candidates as the rows hold them
+    or None when the split is not scored, how many the editor made).
 
     The scorer sees the candidates read back from the rows' candidate column
     (`reader.read_candidates`), as `maskscore eval` and any reward model do: a file format's
@@ -184,14 +193,35 @@ def instance_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, 
         candidate_values=candidate_values, scores=[], dimension="overall", root=temp_root, ctx=ctx,
     ))
     if not config.scored:
-        return [unscored]
+        return unscored, None, 0
     column = reader.candidate_values(modality, unscored)
     written = reader.read_candidates(temp_root, modality, column, ctx, rungs=[c.rung for c in candidates])
+    return unscored, written, len(candidates)
+
+
+def scored_rows(config: BuildConfig, instance: EditInstance, unscored: dict, written, made: int, ctx: Context) -> list[dict]:
+    """The instance's rows, one per dimension, scored by the build's scorer (the unscored row
+    alone where the split is not scored). May run on another thread (`rows_in_flight`)."""
+    if written is None:
+        return [unscored]
     scored = list(plugins.call("score", config.scorer, scorer=config.scorer, instance=instance, candidates=written, ctx=ctx))
-    if len(scored) != len(candidates):
-        raise ShardError(f"scorer {config.scorer!r} returned {len(scored)} scores for {len(candidates)} candidates of {key}")
+    if len(scored) != made:
+        raise ShardError(f"scorer {config.scorer!r} returned {len(scored)} scores for {made} candidates of {instance.key}")
     return [{**unscored, "scores": [float(s.dimension(dimension)) for s in scored], "dimension": dimension}
             for dimension in vocab.DIMENSIONS]
+
+
+def rows_in_flight(config: BuildConfig) -> int:
+    """Rows scored at once in this worker: what the scorer allows (`Scorer.rows_in_flight`),
+    at most one per thread this worker has (`threads.wanted`), 1 for unscored splits and inside
+    a hook call (a row's thread would wait on that call for its own plugin calls)."""
+    if not config.scored or plugins.serialized_here():
+        return 1
+    try:
+        allowed = plugins.rows_in_flight(config.scorer)
+    except plugins.NoPluginError:  # said by the first row's `score` call, naming the row
+        return 1
+    return max(1, min(allowed, threads.wanted()))
 
 
 def _keep_editor_records(temp_root: Path, root: Path) -> str:
@@ -231,16 +261,24 @@ def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
                              f" the instance maker gave {instance.instruction.task_type!r}")
     rows = []
     sidecars = {}
-    for position, instance in enumerate(instances):
-        instance = attrs.evolve(instance, key=row_key(spec, position, instance))
-        try:
-            rows.extend(instance_rows(config, instance, temp_root, asset_dir, ctx))
-        except Exception as err:
-            kept = _keep_editor_records(temp_root, root)
-            raise ShardError(
-                f"{spec.split} {spec.modality} {spec.name}, instance {instance.key}: {plugins.describe_error(err)}{kept}"
-            ) from err
-        sidecars[instance.key] = json.dumps(converter.unstructure(instance), sort_keys=True, indent=1) + "\n"
+    # Each instance is edited and written on this thread, then scored, up to `rows_in_flight` at
+    # once; its rows are taken in the instances' order, so the shard's bytes do not depend on it.
+    key, window = None, RowsInFlight(rows_in_flight(config))
+    try:
+        with window:
+            for position, instance in enumerate(instances):
+                instance = attrs.evolve(instance, key=row_key(spec, position, instance))
+                key = instance.key
+                written = written_rows(config, instance, temp_root, asset_dir, ctx)
+                sidecars[key] = json.dumps(converter.unstructure(instance), sort_keys=True, indent=1) + "\n"
+                for _key, found in window.put(key, functools.partial(scored_rows, config, instance, *written, ctx)):
+                    rows.extend(found)
+            for _key, found in window.drain():
+                rows.extend(found)
+    except Exception as err:
+        kept = _keep_editor_records(temp_root, root)
+        failed = window.failed_label if window.failed_label is not None else key
+        raise ShardError(f"{spec.split} {spec.modality} {spec.name}, instance {failed}: {plugins.describe_error(err)}{kept}") from err
     shutil.rmtree(ctx.workdir)
     files = sorted(p for p in temp_root.rglob("*") if p.is_file())
     digests = {p.relative_to(temp_root).as_posix(): verify.file_digest(p) for p in files}

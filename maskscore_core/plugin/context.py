@@ -11,6 +11,7 @@ class its registered object declares as `options` (`ctx.config.options(VideoOpti
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +19,8 @@ from typing import Any, Callable
 import attrs
 
 from maskscore_core import limits
+
+_SHARED_LOCK = threading.RLock()  # `Context.shared`: a factory may ask for another shared object
 
 
 def _count(low: int, high: int):
@@ -150,7 +153,8 @@ class Context:
     _shared: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
     def shared(self, name: str, factory: Callable[[], Any]) -> Any:
-        """The run-wide object `name`, made by `factory` on first use."""
-        if name not in self._shared:
-            self._shared[name] = factory()
-        return self._shared[name]
+        """The run-wide object `name`, made by `factory` on first use (once, whichever threads ask)."""
+        with _SHARED_LOCK:
+            if name not in self._shared:
+                self._shared[name] = factory()
+            return self._shared[name]

@@ -11,6 +11,11 @@ A plugin that fails to import, to register, or implements a hook no spec defines
 take every command down. Two plugins registering one name make that name an error naming both
 distributions. `MASKSCORE_STRICT_PLUGINS=1` turns every such failure into an exception.
 `MASKSCORE_LOAD_PLUGINS=dist-a,dist-b` loads only the named distributions ("" loads none).
+
+Operation hooks run one at a time in a process (`serialized`), whichever thread calls them, so
+a plugin never has to be thread-safe. The one exception is the `score` call of a scorer that
+registers `rows_in_flight` > 1: the dataset builder then scores that many rows at once on
+threads, and the scorer's own plugin calls (decoding the candidates) still run one at a time.
 """
 
 from __future__ import annotations
@@ -131,6 +136,8 @@ _failures: list[LoadFailure] = []
 _registry: dict[tuple[str, str], Registration] = {}
 _duplicates: dict[tuple[str, str], list[Registration]] = {}
 _collected: dict[str, list[Registration]] = {}  # plugin name -> what it registered
+_hooks = threading.RLock()  # held around every operation hook call (`serialized`)
+_held = threading.local()  # how deep this thread is inside `serialized`
 
 
 def _strict() -> bool:
@@ -368,6 +375,34 @@ def _name_of(hook: str, kwargs: dict) -> tuple[str, str]:
     return kind, (value.modality if argument == "asset" else value)
 
 
+def serialized():
+    """Context manager: this thread alone runs operation hooks until it leaves (re-entrant).
+    `call` takes it around every hook; a scorer with `rows_in_flight` > 1 takes it around its
+    own plugin calls and whatever else of its work is not thread-safe."""
+    return _Serialized()
+
+
+class _Serialized:
+    def __enter__(self):
+        _hooks.acquire()
+        _held.depth = getattr(_held, "depth", 0) + 1
+
+    def __exit__(self, *exc):
+        _held.depth -= 1
+        _hooks.release()
+
+
+def serialized_here() -> bool:
+    """Whether this thread is inside `serialized` (a hook call): work it hands to other threads
+    must not wait on it for another hook call, or both would wait for ever."""
+    return getattr(_held, "depth", 0) > 0
+
+
+def rows_in_flight(scorer: str) -> int:
+    """How many rows' `score` calls of `scorer` may run at once (its `Scorer.rows_in_flight`)."""
+    return lookup("scorer", scorer).obj.rows_in_flight
+
+
 def call(hook: str, what: str | None = None, **kwargs):
     """Call `hook` on the plugin that registered the name it is asked about (the `source`,
     `editor`, `scorer`, `modality` argument, or `asset.modality`); `what` is unused (older
@@ -397,8 +432,13 @@ def call(hook: str, what: str | None = None, **kwargs):
         if impl is None:
             raise NoPluginError(f"{reg.origin()} registers the {kind} {name!r} but does not implement {hook!r}")
         run = lambda: _invoke(impl, kwargs)  # noqa: E731
+    concurrent = hook == "score" and kind == "scorer" and getattr(reg.obj, "rows_in_flight", 1) > 1
     try:
-        result = run()
+        if concurrent:  # the scorer serializes its own plugin calls
+            result = run()
+        else:
+            with serialized():
+                result = run()
     except Exception as err:
         note = f"raised by {hook!r} of {reg.origin()} for the {kind} {name!r}"
         if note not in getattr(err, "__notes__", ()):

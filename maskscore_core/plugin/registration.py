@@ -234,9 +234,20 @@ class Editor(Named):
 
 @attrs.frozen
 class Scorer(Named):
-    """Answers `score(scorer=name, ...)`."""
+    """Answers `score(scorer=name, ...)`.
 
+    `rows_in_flight`: how many rows' `score` calls the dataset builder may run at once in one
+    process, on threads. Above 1 only for a scorer whose own work is thread-safe and does not
+    depend on what else runs; it must make its plugin calls (decoding candidates, masks) inside
+    `manager.serialized()`. Stored scores must not depend on it."""
+
+    rows_in_flight: int = attrs.field(default=1, kw_only=True)
     kind: ClassVar[str] = "scorer"
+
+    def check(self) -> None:
+        super().check()
+        if not isinstance(self.rows_in_flight, int) or isinstance(self.rows_in_flight, bool) or self.rows_in_flight < 1:
+            raise RegistrationError(f"scorer {self.name!r}: rows_in_flight must be a whole number >= 1, got {self.rows_in_flight!r}")
 
 
 @attrs.frozen
