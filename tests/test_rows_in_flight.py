@@ -101,3 +101,18 @@ def test_hooks_run_one_at_a_time_and_a_thread_knows_it_is_inside_one():
     thread.join(5)
     assert order == ["main", "other"]
     assert not plugins.serialized_here()
+
+
+def test_the_limit_is_the_scorers_at_most_one_a_thread_and_one_inside_a_hook(monkeypatch):
+    from maskscore_core import threads
+    from maskscore_core.dataset.rows_in_flight import limit_for
+
+    monkeypatch.setenv(threads.ENV, "2")
+    assert plugins.rows_in_flight("render-compare") == 2
+    assert limit_for("render-compare") == 2
+    assert limit_for("latent-l2") == 1  # a scorer that did not say it may
+    assert limit_for("no-such-scorer") == 1  # its first row says it is unknown, naming the row
+    with plugins.serialized():
+        assert limit_for("render-compare") == 1
+    monkeypatch.setenv(threads.ENV, "1")
+    assert limit_for("render-compare") == 1

@@ -12,6 +12,23 @@ import collections
 import concurrent.futures
 from typing import Any, Callable
 
+from maskscore_core import threads
+from maskscore_core.plugin import manager as plugins
+
+
+def limit_for(scorer: str) -> int:
+    """Rows of `scorer` scored at once in this process: what the scorer allows
+    (`Scorer.rows_in_flight`), at most one per thread this process has (`threads.wanted`), and 1
+    inside a hook call (a row's thread would wait on that call for its own plugin calls) or for a
+    name no plugin registered (the first row's `score` call says so, naming the row)."""
+    if plugins.serialized_here():
+        return 1
+    try:
+        allowed = plugins.rows_in_flight(scorer)
+    except plugins.NoPluginError:
+        return 1
+    return max(1, min(allowed, threads.wanted()))
+
 
 class RowsInFlight:
     """`put(label, work)` starts `work()`; once `limit` rows are in flight it waits for the

@@ -25,7 +25,7 @@ import attrs
 import numpy as np
 import pyarrow.parquet as pq
 
-from maskscore_core import threads, vocab
+from maskscore_core import vocab
 
 from maskscore_core.plugin import manager as plugins
 from maskscore_core.plugin import model_editors
@@ -37,6 +37,7 @@ from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 from maskscore_core.dataset.reward_tables import render_conditioning_image
 from maskscore_core.dataset import atomic, reader, verify
 from maskscore_core.dataset.plan import BuildConfig, ShardSpec
+from maskscore_core.dataset import rows_in_flight
 from maskscore_core.dataset.rows_in_flight import RowsInFlight
 from maskscore_core.dataset.scorer_config import hook_config
 from maskscore_core.dataset.splits import SPLITS, trials_for_split
@@ -201,7 +202,7 @@ def written_rows(config: BuildConfig, instance: EditInstance, temp_root: Path, a
 
 def scored_rows(config: BuildConfig, instance: EditInstance, unscored: dict, written, made: int, ctx: Context) -> list[dict]:
     """The instance's rows, one per dimension, scored by the build's scorer (the unscored row
-    alone where the split is not scored). May run on another thread (`rows_in_flight`)."""
+    alone where the split is not scored). May run on another thread (`rows_in_flight.limit_for`)."""
     if written is None:
         return [unscored]
     scored = list(plugins.call("score", config.scorer, scorer=config.scorer, instance=instance, candidates=written, ctx=ctx))
@@ -209,19 +210,6 @@ def scored_rows(config: BuildConfig, instance: EditInstance, unscored: dict, wri
         raise ShardError(f"scorer {config.scorer!r} returned {len(scored)} scores for {made} candidates of {instance.key}")
     return [{**unscored, "scores": [float(s.dimension(dimension)) for s in scored], "dimension": dimension}
             for dimension in vocab.DIMENSIONS]
-
-
-def rows_in_flight(config: BuildConfig) -> int:
-    """Rows scored at once in this worker: what the scorer allows (`Scorer.rows_in_flight`),
-    at most one per thread this worker has (`threads.wanted`), 1 for unscored splits and inside
-    a hook call (a row's thread would wait on that call for its own plugin calls)."""
-    if not config.scored or plugins.serialized_here():
-        return 1
-    try:
-        allowed = plugins.rows_in_flight(config.scorer)
-    except plugins.NoPluginError:  # said by the first row's `score` call, naming the row
-        return 1
-    return max(1, min(allowed, threads.wanted()))
 
 
 def _keep_editor_records(temp_root: Path, root: Path) -> str:
@@ -263,7 +251,7 @@ def build_shard(config: BuildConfig, spec: ShardSpec) -> ShardOutcome:
     sidecars = {}
     # Each instance is edited and written on this thread, then scored, up to `rows_in_flight` at
     # once; its rows are taken in the instances' order, so the shard's bytes do not depend on it.
-    key, window = None, RowsInFlight(rows_in_flight(config))
+    key, window = None, RowsInFlight(rows_in_flight.limit_for(config.scorer) if config.scored else 1)
     try:
         with window:
             for position, instance in enumerate(instances):
