@@ -28,7 +28,7 @@ from pathlib import Path
 import attrs
 import torch
 
-from maskscore_core.metric import gaussian_blur, lpips_weights
+from maskscore_core.metric import ssim_kernels, lpips_weights
 
 NORMALS_RANGE = 2.0  # normals are unit vectors: components in [-1, 1]
 SSIM_WINDOW = 11
@@ -120,9 +120,9 @@ def _symmetric_indices(size: int, radius: int, start: int, stop: int) -> torch.T
 
 def _blur_valid(planes: torch.Tensor, other: torch.Tensor | None = None) -> torch.Tensor:
     """Separable 11x11 Gaussian filter of padded (B, H+10, W+10) planes (or of their product
-    with `other`) -> (B, H, W), compiled (`gaussian_blur`): the same sums as 2 x 11 shifted
+    with `other`) -> (B, H, W), compiled (`ssim_kernels`): the same sums as 2 x 11 shifted
     in-place adds in torch, several times faster."""
-    return gaussian_blur.blur_valid(planes, _blur_weights(), other)
+    return ssim_kernels.blur_valid(planes, _blur_weights(), other)
 
 
 def _padded_planes(t: torch.Tensor, rows: tuple[int, int], cols: tuple[int, int]) -> torch.Tensor:
@@ -155,6 +155,12 @@ def _ssim_from_moments(mu_a, mu_b, aa, bb, ab, data_range: float) -> torch.Tenso
     mu_a2 = mu_a.mul_(mu_a)
     variances = aa.sub_(mu_a2).add_(bb - mu_b2).add_(c2)  # var_a + var_b + c2
     return mean_term.mul_(covariance).div_(mu_a2.add_(mu_b2).add_(c1).mul_(variances))
+
+
+def _ssim_channel_mean(mu_a, mu_b, aa, bb, ab, data_range: float) -> torch.Tensor:
+    """`_ssim_from_moments` of (C, H, W) moments averaged over the channels, in one compiled pass
+    (`ssim_kernels`: the same bits); reads its inputs only."""
+    return ssim_kernels.ssim_channel_mean(mu_a, mu_b, aa, bb, ab, (SSIM_K1 * data_range) ** 2, (SSIM_K2 * data_range) ** 2)
 
 
 def _ssim_window_map(ta: torch.Tensor, tb: torch.Tensor, rows: tuple[int, int], cols: tuple[int, int],
@@ -256,14 +262,13 @@ class SsimReference:
             planes = slice(view * c, (view + 1) * c)
             pa, pb = (x[planes, r0 : r1 + SSIM_WINDOW - 1, c0 : c1 + SSIM_WINDOW - 1] for x in (padded, self._pb))
             with torch.no_grad():
-                if other is not None:  # overwritten below: copies
-                    mu_a, aa = (x[planes, r0:r1, c0:c1].clone() for x in (other._mu_b, other._bb))
+                if other is not None:
+                    mu_a, aa = (x[planes, r0:r1, c0:c1] for x in (other._mu_b, other._bb))
                     ab = _blur_valid(pa, pb)
                 else:
                     mu_a, aa, ab = _blur_valid(pa), _blur_valid(pa, pa), _blur_valid(pa, pb)
             mu_b, bb = self._mu_b[planes, r0:r1, c0:c1], self._bb[planes, r0:r1, c0:c1]
-            ssim = _ssim_from_moments(mu_a, mu_b, aa, bb, ab, self.data_range)
-            out[view, r0:r1, c0:c1] = ssim.reshape(c, r1 - r0, c1 - c0).mean(dim=0).to(torch.float64)
+            out[view, r0:r1, c0:c1] = _ssim_channel_mean(mu_a, mu_b, aa, bb, ab, self.data_range).to(torch.float64)
         return out
 
 
@@ -326,11 +331,10 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
                 inner = (slice(None), slice(b0 - r0, b1 - r0), slice(d0 - c0, d1 - c0))
                 halo = (slice(None), slice(b0 - r0, b1 - r0 + SSIM_WINDOW - 1), slice(d0 - c0, d1 - c0 + SSIM_WINDOW - 1))
                 ab = _blur_valid(pa[halo], pb)
-                ssim = _ssim_from_moments(
-                    mu_a[inner].clone(), reference._mu_b[planes, b0:b1, d0:d1],
-                    aa[inner].clone(), reference._bb[planes, b0:b1, d0:d1], ab, reference.data_range,
-                )  # fmt: skip  (_ssim_from_moments overwrites its first, third and fifth arguments)
-                ssim = ssim.reshape(c, b1 - b0, d1 - d0).mean(dim=0)
+                ssim = _ssim_channel_mean(
+                    mu_a[inner], reference._mu_b[planes, b0:b1, d0:d1], aa[inner], reference._bb[planes, b0:b1, d0:d1], ab,
+                    reference.data_range,
+                )  # fmt: skip
                 out[k].append(ssim[masks[k][view, b0:b1, d0:d1]].to(torch.float64))
     return out
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from maskscore_core.metric import gaussian_blur
+from maskscore_core.metric import ssim_kernels
 from maskscore_core.metric.image_metrics import SSIM_WINDOW, _blur_weights
 
 
@@ -37,14 +37,14 @@ def test_the_compiled_filter_equals_torchs_adds_bit_for_bit(window):
     weights = _blur_weights()
     planes, factor = first[window], second[window]
     with torch.no_grad():
-        assert torch.equal(gaussian_blur.blur_valid(planes, weights), _torch_filter(planes.clone(), weights))
-        assert torch.equal(gaussian_blur.blur_valid(planes, weights, factor), _torch_filter(planes * factor, weights))
+        assert torch.equal(ssim_kernels.blur_valid(planes, weights), _torch_filter(planes.clone(), weights))
+        assert torch.equal(ssim_kernels.blur_valid(planes, weights, factor), _torch_filter(planes * factor, weights))
     # the inputs are read, never written
     assert torch.equal(first[window], planes) and torch.equal(second[window], factor)
 
 
 def test_a_plane_smaller_than_the_window_filters_to_nothing():
-    out = gaussian_blur.blur_valid(torch.zeros((2, 10, 40)), _blur_weights())
+    out = ssim_kernels.blur_valid(torch.zeros((2, 10, 40)), _blur_weights())
     assert out.shape == (2, 0, 30)
 
 
@@ -59,7 +59,7 @@ def test_a_plane_smaller_than_the_window_filters_to_nothing():
 )
 def test_wrong_planes_are_refused_in_one_line(planes, other, weights, message):
     with pytest.raises(ValueError, match=message) as caught:
-        gaussian_blur.blur_valid(planes, weights or _blur_weights(), other)
+        ssim_kernels.blur_valid(planes, weights or _blur_weights(), other)
     assert "\n" not in str(caught.value)
 
 
@@ -70,5 +70,32 @@ def test_the_filter_runs_on_several_threads_at_once_with_the_same_result():
     planes = torch.tensor(np.random.default_rng(1).uniform(-1, 1, (6, 120, 130)).astype(np.float32))
     expected = _torch_filter(planes.clone(), _blur_weights())
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        found = list(pool.map(lambda _: gaussian_blur.blur_valid(planes, _blur_weights()), range(6)))
+        found = list(pool.map(lambda _: ssim_kernels.blur_valid(planes, _blur_weights()), range(6)))
     assert all(torch.equal(f, expected) for f in found)
+
+
+@pytest.mark.parametrize("window", [(slice(None),) * 3, (slice(None), slice(20, 200), slice(5, 220))])
+def test_the_compiled_formula_equals_torchs_bit_for_bit_and_keeps_its_inputs(window):
+    from maskscore_core.metric.image_metrics import SSIM_K1, SSIM_K2, _ssim_from_moments
+
+    generator = torch.Generator().manual_seed(2)
+    first = torch.rand((3, 250, 260), generator=generator) * 2 - 1
+    second = (first + 0.2 * torch.rand((3, 250, 260), generator=generator)).clamp(-1, 1)  # alike, as renders are
+    weights = _blur_weights()
+    moments = [ssim_kernels.blur_valid(*planes) for planes in
+               ((first, weights), (second, weights), (first, weights, first), (second, weights, second), (first, weights, second))]
+    moments = [m[window] for m in moments]
+    kept = [m.clone() for m in moments]
+    expected = _ssim_from_moments(*(m.clone() for m in moments), 2.0).mean(dim=0)
+    found = ssim_kernels.ssim_channel_mean(*moments, (SSIM_K1 * 2.0) ** 2, (SSIM_K2 * 2.0) ** 2)
+    assert torch.equal(found, expected)
+    assert all(torch.equal(m, k) for m, k in zip(moments, kept))
+    same = ssim_kernels.ssim_channel_mean(moments[0], moments[0], moments[2], moments[2], moments[2], 4e-4, 3.6e-3)
+    assert torch.equal(same, torch.ones_like(same))  # a picture against itself: exactly 1
+
+
+def test_moments_of_different_shapes_are_refused_in_one_line():
+    planes = torch.zeros((3, 8, 8))
+    with pytest.raises(ValueError, match="five") as caught:
+        ssim_kernels.ssim_channel_mean(planes, planes, planes, planes, torch.zeros((3, 8, 9)), 4e-4, 3.6e-3)
+    assert "\n" not in str(caught.value)
