@@ -19,6 +19,7 @@ small product can take tens of times longer than on one thread (docs/metric.md, 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import os
@@ -82,9 +83,12 @@ def apply_drjit() -> None:
 
 @contextlib.contextmanager
 def one_thread():
-    """Run the body on one torch thread (the calling thread's setting: torch's OpenMP and MKL
-    thread counts are per thread), whatever this process's thread count is, then restore it
-    (BLAS stays pinned to one thread, `pin_blas`)."""
+    """Run the body on one torch thread, whatever this process's thread count is, then restore
+    the calling thread's count (BLAS stays pinned to one thread, `pin_blas`).
+
+    torch's count is the calling thread's own (OpenMP's), but setting it also sets the count that
+    a thread which never set its own takes at its first torch call; that one follows whichever
+    thread set it last. Work on other threads runs on one torch thread through `OneThreadPool`."""
     import torch
 
     pin_blas()
@@ -94,3 +98,17 @@ def one_thread():
         yield
     finally:
         torch.set_num_threads(count)
+
+
+def _on_one_thread(work, /, *args, **kwargs):
+    with one_thread():
+        return work(*args, **kwargs)
+
+
+class OneThreadPool(concurrent.futures.ThreadPoolExecutor):
+    """A thread pool whose every task runs inside `one_thread`: a fresh pool thread would take
+    the count some other thread set last (`one_thread`), which, with rows scored at once, is a
+    matter of timing; its float sums, and so the scores, would follow it."""
+
+    def submit(self, fn, /, *args, **kwargs):  # `map` submits through here too
+        return super().submit(_on_one_thread, fn, *args, **kwargs)

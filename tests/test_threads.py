@@ -51,3 +51,25 @@ def test_one_thread_pins_numpys_and_scipys_blas_to_one_thread():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
     inside, after = json.loads(done.stdout)
     assert inside and set(inside) == {1} and set(after) == {1}
+
+
+
+def test_a_one_thread_pools_tasks_run_on_one_torch_thread_whatever_was_set_last():
+    """A fresh thread takes the torch count that some thread set last: with two rows scored at
+    once that is a matter of timing (a row leaving `one_thread` sets it back to two), and a pool
+    task's float sums would follow it. `OneThreadPool` tasks run on one thread regardless."""
+    import concurrent.futures
+
+    import torch
+
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)  # as a row leaving `one_thread` on a two-thread worker does
+        with concurrent.futures.ThreadPoolExecutor(2) as plain:
+            assert set(plain.map(lambda _: torch.get_num_threads(), range(4))) == {2}  # the hazard
+        with threads.OneThreadPool(2) as pool:
+            assert set(pool.map(lambda _: torch.get_num_threads(), range(4))) == {1}
+            assert pool.submit(sum, [1, 2], start=3).result() == 6  # arguments pass through
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(previous)

@@ -757,10 +757,10 @@ def _ssim_mean_by_view(values: list) -> float:
     return total / count
 
 
-def _comparison_pool() -> concurrent.futures.ThreadPoolExecutor:
+def _comparison_pool() -> threads.OneThreadPool:
     """The tasks of `RenderCompare.score` and `prepare` (`threads.wanted()` at once, one torch
     thread each): faster than one after another or on two torch threads (docs/metric.md, "Speed")."""
-    return concurrent.futures.ThreadPoolExecutor(max_workers=threads.wanted(), thread_name_prefix="maskscore-compare")
+    return threads.OneThreadPool(max_workers=threads.wanted(), thread_name_prefix="maskscore-compare")
 
 
 def _masked_mean(values: np.ndarray, mask: np.ndarray | None) -> float:

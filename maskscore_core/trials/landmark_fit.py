@@ -36,6 +36,7 @@ import torch
 from maskscore_core.body.anny_model import BodyModel, chain_weights, get_body_model
 from maskscore_core.body.differentiable import posed_points, rotation as rotation_of
 from maskscore_core.plugin.records import SOMA_BONES, BodyState
+from maskscore_core.threads import one_thread
 
 ANNY68_SCHEME = "anny-68"
 MEDIAPIPE_SCHEME = "mediapipe-478"
@@ -654,9 +655,7 @@ def fit_views(
     """
     if not views:
         raise LandmarkFitError("no views to fit")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         views, anchors = list(views), anchors or anny68_anchors()
         if config.rigid_weighed is None:
             return _fit(views, camera_position, phenotype, config, init, anchors)
@@ -666,8 +665,6 @@ def fit_views(
         mixed = weighed_fit(joint, rigid, config.rigid_scale_px)
         held = _fit(views, mixed.camera_position, phenotype, attrs.evolve(plain, hold_turn=True), mixed.state, anchors)
         return attrs.evolve(held, evaluations=mixed.evaluations + held.evaluations, rigid_weight=mixed.rigid_weight)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def rigid_weight(joint: FitResult, rigid: FitResult, scale_px: float) -> float:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from maskscore_core import checkpoints, vocab
+from maskscore_core import checkpoints, threads, vocab
 from maskscore_core.plugin.context import Context
 from maskscore_core.dataset import reader
 
@@ -91,12 +91,8 @@ def run(options: dict, ctx) -> dict:
     sources = [options["data"]] if isinstance(options["data"], (str, Path)) else list(options["data"])
     data = merge([load_rows(Path(source), ctx) for source in sources])
     checkpoints.check_run_config(out, {"trainer": "reward-model", "data": [str(Path(s).resolve()) for s in sources], **opts})
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with threads.one_thread():
         return _train(out, opts, data, [str(s) for s in sources], options.get("progress", True))
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _train(out: Path, opts: dict, data: dict, sources: list[str], progress: bool) -> dict:
