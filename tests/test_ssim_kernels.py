@@ -99,3 +99,63 @@ def test_moments_of_different_shapes_are_refused_in_one_line():
     with pytest.raises(ValueError, match="five") as caught:
         ssim_kernels.ssim_channel_mean(planes, planes, planes, planes, torch.zeros((3, 8, 9)), 4e-4, 3.6e-3)
     assert "\n" not in str(caught.value)
+
+
+def _moments(seed: int, shape=(3, 90, 100)) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    first = torch.rand(shape, generator=generator) * 2 - 1
+    second = (first + 0.2 * torch.rand(shape, generator=generator)).clamp(-1, 1)
+    weights = _blur_weights()
+    return [ssim_kernels.blur_valid(*planes) for planes in
+            ((first, weights), (second, weights), (first, weights, first), (second, weights, second), (first, weights, second))]
+
+
+def test_the_formula_at_picked_pixels_and_into_float64_gives_the_same_bits():
+    """`ssim_channel_mean_where` computes only the picked pixels and `out=` widens in place: the
+    same numbers as the whole map picked afterwards and widened by torch."""
+    moments = [m[:, 10:70, 5:85] for m in _moments(3)]  # strided boxes (60 x 80), as the scorer slices them
+    c1, c2 = 4e-4, 3.6e-3
+    whole = ssim_kernels.ssim_channel_mean(*moments, c1, c2)
+    where = torch.as_tensor(np.random.default_rng(4).random((60, 80)) < 0.3)
+    picked = ssim_kernels.ssim_channel_mean_where(*moments, c1, c2, where)
+    assert picked.dtype == torch.float64 and torch.equal(picked, whole[where].to(torch.float64))
+    assert ssim_kernels.ssim_channel_mean_where(*moments, c1, c2, torch.zeros_like(where)).numel() == 0
+    into = torch.zeros((4, 70, 100), dtype=torch.float64)
+    ssim_kernels.ssim_channel_mean(*moments, c1, c2, out=into[2, 5:65, 3:83])
+    assert torch.equal(into[2, 5:65, 3:83], whole.to(torch.float64)) and not into[:2].any()
+    with pytest.raises(ValueError, match="mask") as caught:
+        ssim_kernels.ssim_channel_mean_where(*moments, c1, c2, where.to(torch.uint8))
+    assert "\n" not in str(caught.value)
+
+
+def test_compiled_padding_equals_the_reflected_indices():
+    from maskscore_core.metric.image_metrics import _symmetric_indices
+
+    rng = np.random.default_rng(6)
+    for shape, radius in (((2, 7, 9, 3), 5), ((1, 5, 5, 1), 5), ((3, 16, 12, 3), 2), ((1, 4, 6, 2), 0)):
+        t = torch.as_tensor(rng.normal(size=shape).astype(np.float32))
+        n, h, w, c = shape
+        rows, cols = _symmetric_indices(h, radius, 0, h), _symmetric_indices(w, radius, 0, w)
+        expected = t[:, rows][:, :, cols].permute(0, 3, 1, 2).reshape(n * c, h + 2 * radius, w + 2 * radius)
+        assert torch.equal(ssim_kernels.padded_planes(t, radius), expected)
+        assert torch.equal(ssim_kernels.padded_planes(t.permute(0, 2, 1, 3), radius),
+                           expected.transpose(1, 2))  # strided input  # fmt: skip
+    with pytest.raises(ValueError, match="reflection"):
+        ssim_kernels.padded_planes(torch.zeros((1, 4, 4, 3)), 5)
+
+
+def test_compiled_boxes_equal_the_boxes_of_the_mask():
+    """The boxes of `(a != b).any(-1)` (or `a != 0`), NaN and -0.0 as torch compares them."""
+    from maskscore_core.metric.image_metrics import _boxes
+
+    a = torch.zeros((5, 12, 15, 3))
+    b = a.clone()
+    a[0, 3, 4, 1], a[0, 7, 2, 2] = 0.5, -0.25  # rows 3-7, columns 2-4
+    a[1, 0, 0, 0], a[1, 11, 14, 2] = 1.0, 1.0  # the corners
+    a[2, 6, 9, 0] = float("nan")  # NaN differs from everything
+    a[3, 5, 5, 1] = -0.0  # -0.0 equals 0: view 3 has no change; view 4 none either
+    b[4] = 0.0
+    for second in (None, b):
+        expected = _boxes((a != (0 if second is None else second)).any(dim=-1))
+        assert ssim_kernels.boxes_where(a, second) == expected
+    assert ssim_kernels.boxes_where(a, b)[:4] == [(3, 8, 2, 5), (0, 12, 0, 15), (6, 7, 9, 10), None]

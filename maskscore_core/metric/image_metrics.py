@@ -130,15 +130,8 @@ def _padded_planes(t: torch.Tensor, rows: tuple[int, int], cols: tuple[int, int]
     halo, reflected at the image border."""
     n, h, w, c = t.shape
     radius = SSIM_WINDOW // 2
-    if rows == (0, h) and cols == (0, w) and radius <= min(h, w):  # the whole image: copies of slices
-        planes = t.permute(0, 3, 1, 2).to(torch.float32).reshape(n * c, h, w)
-        out = planes.new_empty((n * c, h + 2 * radius, w + 2 * radius))
-        out[:, radius:-radius, radius:-radius] = planes
-        out[:, :radius, radius:-radius] = planes[:, :radius].flip(1)
-        out[:, -radius:, radius:-radius] = planes[:, -radius:].flip(1)
-        out[:, :, :radius] = out[:, :, radius : 2 * radius].flip(2)
-        out[:, :, -radius:] = out[:, :, -2 * radius : -radius].flip(2)
-        return out
+    if rows == (0, h) and cols == (0, w) and radius <= min(h, w):  # the whole image: one compiled copy
+        return ssim_kernels.padded_planes(t.to(torch.float32), radius)
     ri = _symmetric_indices(h, radius, *rows)
     ci = _symmetric_indices(w, radius, *cols)
     return t[:, ri][:, :, ci].permute(0, 3, 1, 2).reshape(n * c, len(ri), len(ci)).to(torch.float32)
@@ -157,10 +150,21 @@ def _ssim_from_moments(mu_a, mu_b, aa, bb, ab, data_range: float) -> torch.Tenso
     return mean_term.mul_(covariance).div_(mu_a2.add_(mu_b2).add_(c1).mul_(variances))
 
 
-def _ssim_channel_mean(mu_a, mu_b, aa, bb, ab, data_range: float) -> torch.Tensor:
+def _ssim_channel_mean(mu_a, mu_b, aa, bb, ab, data_range: float, out: torch.Tensor | None = None) -> torch.Tensor:
     """`_ssim_from_moments` of (C, H, W) moments averaged over the channels, in one compiled pass
-    (`ssim_kernels`: the same bits); reads its inputs only."""
-    return ssim_kernels.ssim_channel_mean(mu_a, mu_b, aa, bb, ab, (SSIM_K1 * data_range) ** 2, (SSIM_K2 * data_range) ** 2)
+    (`ssim_kernels`: the same bits), into `out` when given (float64: widened exactly); reads its
+    inputs only."""
+    return ssim_kernels.ssim_channel_mean(mu_a, mu_b, aa, bb, ab, *_ssim_constants(data_range), out=out)
+
+
+def _ssim_channel_mean_where(mu_a, mu_b, aa, bb, ab, data_range: float, where: torch.Tensor) -> torch.Tensor:
+    """`_ssim_channel_mean(...)[where]` as float64, computed at those pixels only."""
+    return ssim_kernels.ssim_channel_mean_where(mu_a, mu_b, aa, bb, ab, *_ssim_constants(data_range), where)
+
+
+def _ssim_constants(data_range: float) -> tuple[float, float]:
+    """Wang et al.'s c1 and c2 for `data_range`."""
+    return (SSIM_K1 * data_range) ** 2, (SSIM_K2 * data_range) ** 2
 
 
 def _ssim_window_map(ta: torch.Tensor, tb: torch.Tensor, rows: tuple[int, int], cols: tuple[int, int],
@@ -181,11 +185,23 @@ def _ssim_window_map(ta: torch.Tensor, tb: torch.Tensor, rows: tuple[int, int], 
 def _content_boxes(content: torch.Tensor) -> list[tuple[int, int, int, int] | None]:
     """Per view of (N, H, W), the rows and columns around its True pixels grown by the window
     radius (`_boxes`), clipped to the image."""
-    _n, h, w = content.shape
+    return _grown(_boxes(content), content.shape[1], content.shape[2])
+
+
+def _grown(boxes: list, height: int, width: int) -> list[tuple[int, int, int, int] | None]:
+    """Boxes grown by the window's radius, clipped to the image."""
     radius = SSIM_WINDOW // 2
-    return [None if box is None else (max(0, box[0] - radius), min(h, box[1] + radius),
-                                      max(0, box[2] - radius), min(w, box[3] + radius))
-            for box in _boxes(content)]  # fmt: skip
+    return [None if box is None else (max(0, box[0] - radius), min(height, box[1] + radius),
+                                      max(0, box[2] - radius), min(width, box[3] + radius))
+            for box in boxes]  # fmt: skip
+
+
+def _differing_boxes(ta: torch.Tensor, tb: torch.Tensor | None = None) -> list[tuple[int, int, int, int] | None]:
+    """`_content_boxes((ta != tb).any(dim=-1))` of (N, H, W, C) images (tb None: != 0), found in
+    one compiled pass without making the mask where both are float32."""
+    if ta.dtype == torch.float32 and (tb is None or tb.dtype == torch.float32):
+        return _grown(ssim_kernels.boxes_where(ta, tb), ta.shape[1], ta.shape[2])
+    return _content_boxes((ta != (0 if tb is None else tb)).any(dim=-1))
 
 
 def ssim_map(a, b, data_range: float = NORMALS_RANGE) -> torch.Tensor:
@@ -227,7 +243,7 @@ class SsimReference:
         # windows that see nothing but background (zeros) filter to exactly 0.
         self._mu_b = torch.zeros((n * c, h, w), dtype=self._pb.dtype)
         self._bb = torch.zeros((n * c, h, w), dtype=self._pb.dtype)
-        for view, box in enumerate(_content_boxes((tb != 0).any(dim=-1))):
+        for view, box in enumerate(_differing_boxes(tb)):
             if box is None:
                 continue
             r0, r1, c0, c1 = box
@@ -253,7 +269,7 @@ class SsimReference:
         # (`_ssim_from_moments`), so only each view's box around differing pixels, grown by the
         # window's reach, is filtered: for a local edit, a small part of the picture.
         padded = None
-        for view, box in enumerate(_content_boxes((ta != self._tb).any(dim=-1))):
+        for view, box in enumerate(_differing_boxes(ta, self._tb)):
             if box is None:
                 continue
             r0, r1, c0, c1 = box
@@ -268,7 +284,7 @@ class SsimReference:
                 else:
                     mu_a, aa, ab = _blur_valid(pa), _blur_valid(pa, pa), _blur_valid(pa, pb)
             mu_b, bb = self._mu_b[planes, r0:r1, c0:c1], self._bb[planes, r0:r1, c0:c1]
-            out[view, r0:r1, c0:c1] = _ssim_channel_mean(mu_a, mu_b, aa, bb, ab, self.data_range).to(torch.float64)
+            _ssim_channel_mean(mu_a, mu_b, aa, bb, ab, self.data_range, out=out[view, r0:r1, c0:c1])
         return out
 
 
@@ -331,11 +347,10 @@ def region_ssim(candidate, references: list[SsimReference], regions: list) -> li
                 inner = (slice(None), slice(b0 - r0, b1 - r0), slice(d0 - c0, d1 - c0))
                 halo = (slice(None), slice(b0 - r0, b1 - r0 + SSIM_WINDOW - 1), slice(d0 - c0, d1 - c0 + SSIM_WINDOW - 1))
                 ab = _blur_valid(pa[halo], pb)
-                ssim = _ssim_channel_mean(
+                out[k].append(_ssim_channel_mean_where(
                     mu_a[inner], reference._mu_b[planes, b0:b1, d0:d1], aa[inner], reference._bb[planes, b0:b1, d0:d1], ab,
-                    reference.data_range,
-                )  # fmt: skip
-                out[k].append(ssim[masks[k][view, b0:b1, d0:d1]].to(torch.float64))
+                    reference.data_range, masks[k][view, b0:b1, d0:d1],
+                ))  # fmt: skip
     return out
 
 

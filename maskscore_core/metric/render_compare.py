@@ -685,10 +685,11 @@ def _picture_references(a: Side, b: Side, middle: Side, inside: np.ndarray, ssim
         "normal": np.maximum(*(_normal_l1(side.normals, a.normals) for side in (b, middle))),
         "ssim": np.maximum(*(_dissimilarity(ssim_a.map(side)) for side in (ssim_b, middle.normals))),
     }
+    inside_at = np.flatnonzero(inside)  # the part's pixels picked by index (`_picture_distances`)
     references, halfway = (
         {
-            "depth_l1": _masked_mean(_capped(np.abs(side.depth - b.depth)), inside),
-            "normal_l1": _masked_mean(_normal_l1(side.normals[inside], b.normals[inside]), None),
+            "depth_l1": _masked_mean(_capped(np.abs(_pick(side.depth, inside_at) - _pick(b.depth, inside_at))), None),
+            "normal_l1": _masked_mean(_normal_l1(_pick(side.normals, inside_at), _pick(b.normals, inside_at)), None),
             "ssim": max(0.0, 1.0 - _ssim_mean_by_view(region_ssim(side.normals, [ssim_b], [inside])[0])),
         }
         for side in (a, middle)
