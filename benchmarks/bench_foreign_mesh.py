@@ -82,9 +82,6 @@ def main(views, resolution, parts, remeshings, decodes, surface_error, out):
             with open(out, "w", encoding="utf-8") as handle:
                 json.dump(report, handle, indent=1, sort_keys=True)
         return
-    import warp
-
-    warp.config.quiet = True
     from maskscore_core.body import remesh
     from maskscore_core.metric import foreign_mesh
     from maskscore_core.metric.render_compare import RenderCompare

@@ -4,6 +4,11 @@ Fixed choice (documented in docs/architecture.md): `anny.Anny(rig="soma", topolo
 facial_actions="all")`, 78 bones, 18,056 vertices, 36,108 triangles, Y up, metres, face towards +Z. Forward
 kinematics and skinning are anny's own; this module only converts SOMA axis-angle poses into
 the 4x4 local transforms anny expects and batches the calls.
+
+Skinning is anny's torch linear blend skinning (`SKINNING`), not its default Warp kernel: Warp's
+libraries take about 200 MB of every process's memory (and compile their kernels on a machine's
+first run) to skin one mesh on a CPU. The two agree to the last bit or two (up to 6.7e-16 m);
+the switch is metric revision 9 (`render_compare.METRIC_VERSION`).
 """
 
 from __future__ import annotations
@@ -26,18 +31,12 @@ HEAD_CHILD_BONES: tuple[str, ...] = ("Jaw", "LeftEye", "RightEye")
 HEAD_BONES: tuple[str, ...] = ("Head", "HeadEnd", *HEAD_CHILD_BONES)
 
 
-def import_anny():
-    """`anny`, imported with Warp told to be quiet first: anny's skinning initialises Warp at
-    import, which otherwise prints a banner and module timings on stdout (where commands put
-    their JSON)."""
-    try:
-        import warp
+SKINNING = "lbs"  # anny's torch linear blend skinning (module docstring)
 
-        warp.config.quiet = True  # Warp before 1.10
-        if hasattr(warp, "LOG_WARNING"):
-            warp.config.log_level = warp.LOG_WARNING  # Warp 1.10 on: info messages are the banner
-    except ImportError:  # an anny without Warp skinning prints nothing
-        pass
+
+def import_anny():
+    """`anny` (heavy: torch and its models' data). With `SKINNING` anny never loads Warp, whose
+    initialisation would print a banner on stdout, where commands put their JSON."""
     import anny
 
     return anny
@@ -70,7 +69,7 @@ class BodyModel:
 
         threads.apply()
         with threads.one_thread():  # float64 results independent of the thread count (threads.py)
-            self._model = anny.Anny(rig=RIG, topology=TOPOLOGY, facial_actions="all")
+            self._model = anny.Anny(rig=RIG, topology=TOPOLOGY, facial_actions="all", skinning_method=SKINNING)
         self._model.eval()
         self.bone_names: tuple[str, ...] = tuple(self._model.bone_labels)
         self.action_names: tuple[str, ...] = tuple(self._model.facial_action_labels)

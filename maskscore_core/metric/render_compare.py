@@ -124,8 +124,10 @@ NO_ALIGN_PARTS = ("neck",)
 # another subject), and it also lays the mesh's vertices on ANNY's head triangles (a coarse mesh's
 # facets lie inside the surface); reference-topology scores unchanged. 8: a row is zoomed further
 # for its edited part (`framing.part_zoom`), so the part shows the default subject's pixels on every
-# subject (the head's scale alone left a tall old man's irides at 0.78 of the default's).
-METRIC_VERSION = 8
+# subject (the head's scale alone left a tall old man's irides at 0.78 of the default's). 9: the
+# body model skins with anny's torch blend skinning instead of Warp's kernel
+# (`anny_model.SKINNING`): every reference mesh may move in its last bit.
+METRIC_VERSION = 9
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
 # distances["ref.<d>"] and ["half.<d>"]: d(A, B) and d(halfway, B) inside, what instruction_following
