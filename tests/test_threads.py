@@ -53,7 +53,6 @@ def test_one_thread_pins_numpys_and_scipys_blas_to_one_thread():
     assert inside and set(inside) == {1} and set(after) == {1}
 
 
-
 def test_a_one_thread_pools_tasks_run_on_one_torch_thread_whatever_was_set_last():
     """A fresh thread takes the torch count that some thread set last: with two rows scored at
     once that is a matter of timing (a row leaving `one_thread` sets it back to two), and a pool

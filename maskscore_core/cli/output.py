@@ -1,7 +1,7 @@
 """Machine-readable output: stdout carries the JSON document and nothing else.
 
-Libraries print on stdout when they start (Warp's banner and module timings, were anny's default
-Warp skinning loaded) and Python code may `print`; either would break `maskscore score ... | jq .` and make
+Libraries may print on stdout when they start (Warp's banner, were anny's Warp skinning loaded)
+and Python code may `print`; either would break `maskscore score ... | jq .` and make
 the output bytes differ between runs. While a command computes, `noise_to_stderr` points both
 Python's `sys.stdout` and file descriptor 1 (what C libraries write to) at stderr; the document
 is written afterwards with `write_json`.

@@ -140,7 +140,7 @@ def _padded_planes(t: torch.Tensor, rows: tuple[int, int], cols: tuple[int, int]
 def _ssim_from_moments(mu_a, mu_b, aa, bb, ab, data_range: float) -> torch.Tensor:
     """Wang et al.'s formula from the filtered moments. Overwrites mu_a, aa and ab (scratch) but
     never mu_b or bb, which SsimReference keeps. Written so that a == b gives exactly 1."""
-    c1, c2 = (SSIM_K1 * data_range) ** 2, (SSIM_K2 * data_range) ** 2
+    c1, c2 = _ssim_constants(data_range)
     mu_ab = mu_a * mu_b
     mu_b2 = mu_b * mu_b
     covariance = ab.sub_(mu_ab).mul_(2.0).add_(c2)  # 2 cov + c2
