@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from maskscore_core import threads
+from maskscore_core import allocator, threads
 from maskscore_core.dataset import lock
 
 PR_SET_PDEATHSIG = 1
@@ -54,3 +54,4 @@ def init_worker(workers: int, parent_pid: int, root: str) -> None:
     _held.append(lock.hold_as_worker(Path(root)))
     # each worker's torch and Dr.Jit get its share of the cores, unless MASKSCORE_THREADS is set
     os.environ.setdefault(threads.ENV, str(threads.share(workers)))
+    allocator.keep_freed_buffers()  # rows' large buffers reused rather than faulted in again

@@ -61,7 +61,7 @@ import attrs
 import numpy as np
 import torch
 
-from maskscore_core import threads
+from maskscore_core import allocator, threads
 from maskscore_core.body import parts
 from maskscore_core.metric import foreign_mesh
 from maskscore_core.metric import head_motion
@@ -267,6 +267,7 @@ class RenderCompare:
     """Scores candidates of one edit against frames A and B (see module docstring)."""
 
     def __init__(self, view_config: ViewConfig | None = None) -> None:
+        allocator.keep_freed_buffers()  # a row's large buffers reused, not faulted in again
         self.view_config = view_config or ViewConfig()
         self.renderer = get_renderer(self.view_config)
         self._lpips = None
