@@ -19,6 +19,9 @@ only after its render. The chained floor (`_floor(..., chained=True)`) keeps tha
 chained / floor (the order) x full / chained (the comparisons). `stage_cpu_s` splits
 one row's process CPU time into renders, AlexNet and the rest, run one after another on one
 torch thread: that split holds on a loaded machine, where wall times do not.
+`page_faults_per_row` (rows as built, and the floor's) counts the buffers the kernel had to map
+in afresh: freed memory given back to it and faulted in again costs the row system CPU
+(`maskscore_core/allocator.py`).
 
 A row is timed the way a build's worker scores its rows: the render-compare scorer lets the builder
 score `rows_in_flight` rows at once (two on two threads: `dataset/rows_in_flight.py`), so each
@@ -347,11 +350,13 @@ def main(out_path, rows, views, resolution, part, streams):
     # Interleave full, floor and unreused rows so that load from other processes hits all alike.
     full_times, floor_times, full_cpu, floor_cpu, unreused_times, chained_times = [], [], [], [], [], []
     built_times, built_cpu, in_flight = [], [], builder_rows_in_flight()
+    floor_faults, built_faults, built_system = [], [], []  # minor page faults and system CPU a row
     for _ in range(rows):
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, usage = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
         floor_row()
         floor_times.append(time.perf_counter() - start)
         floor_cpu.append(time.process_time() - cpu)
+        floor_faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - usage.ru_minflt)
         if chained_row is not None:
             start = time.perf_counter()
             chained_row()
@@ -360,10 +365,13 @@ def main(out_path, rows, views, resolution, part, streams):
         scores = full_row()
         full_times.append(time.perf_counter() - start)
         full_cpu.append(time.process_time() - cpu)
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, usage = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
         _rows_as_built(full_row, ROWS_AT_ONCE_BATCH, in_flight)
         built_times.append((time.perf_counter() - start) / ROWS_AT_ONCE_BATCH)
         built_cpu.append((time.process_time() - cpu) / ROWS_AT_ONCE_BATCH)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        built_faults.append((after.ru_minflt - usage.ru_minflt) / ROWS_AT_ONCE_BATCH)
+        built_system.append((after.ru_stime - usage.ru_stime) / ROWS_AT_ONCE_BATCH)
         start = time.perf_counter()
         unreused = _without_reuse(full_row)
         unreused_times.append(time.perf_counter() - start)
@@ -409,6 +417,11 @@ def main(out_path, rows, views, resolution, part, streams):
         "row_cpu_s_median": round(full_cpu_s, 4),
         "floor_row_cpu_s_median": round(floor_cpu_s, 4),
         "full_over_floor_cpu": round(full_cpu_s / floor_cpu_s, 3),
+        # The kernel's share of a row: page faults of buffers given back and allocated again
+        # (maskscore_core/allocator.py keeps them), medians a row.
+        "page_faults_per_row": int(np.median(built_faults)),
+        "floor_page_faults_per_row": int(np.median(floor_faults)),
+        "row_system_cpu_s_median": round(float(np.median(built_system)), 4),
         # the floor with each AlexNet forward after its render, as a row's data allows
         "chained_floor_rows_per_s": None if chained_s is None else round(1.0 / chained_s, 3),
         "chained_floor_over_floor": None if chained_s is None else round(chained_s / floor_s, 3),
@@ -439,6 +452,8 @@ def main(out_path, rows, views, resolution, part, streams):
         ("row CPU s", figures["row_cpu_s_median"], ""),
         ("floor CPU s", figures["floor_row_cpu_s_median"], ""),
         ("full/floor CPU", figures["full_over_floor_cpu"], ""),
+        ("page faults/row", figures["page_faults_per_row"], f"floor {figures['floor_page_faults_per_row']}; "
+                                                             f"system CPU s {figures['row_system_cpu_s_median']}"),
         *([("chained/floor", figures["chained_floor_over_floor"], "each AlexNet after its render: the row's own order"),
            ("full/chained", figures["full_over_chained_floor"], "one row at a time: what the comparisons add to that")]
           if chained_s else []),

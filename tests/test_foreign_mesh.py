@@ -153,12 +153,13 @@ def test_a_moved_foreign_head_is_laid_back_onto_frame_a_and_charged(compare, jaw
 
     vertices, faces = remesh.subdivide(*remesh.body_surface(mesh().vertices))
     skull = head_motion.skull_surface(compare.renderer.check(mesh().vertices), "mouth")
-    aligned, size = head_motion.align_surface_to_a(skull, vertices, faces)
+    aligned, move = head_motion.align_surface_to_a(skull, vertices, faces)
     np.testing.assert_array_equal(aligned, vertices)  # the same head: not moved at all
-    assert size == 0.0
+    assert move.size == 0.0
     turn = head_motion.rotation_matrix(np.radians([0.0, 2.0, 0.0]))
     moved = (vertices - skull.centre) @ turn.T + skull.centre + np.array([0.001, 0.0, 0.0])
-    back, size = head_motion.align_surface_to_a(skull, moved, faces)
+    back, move = head_motion.align_surface_to_a(skull, moved, faces)
+    size = move.size
     assert np.abs(back - vertices).max() < 1e-4
     assert 0.002 < size < 0.006  # a 2-degree turn about the head's centre moves the skull ~3 mm
     still, turned = compare.score(jaw_prepared, [Decoded(vertices=vertices, faces=faces), Decoded(vertices=moved, faces=faces)])

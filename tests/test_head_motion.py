@@ -99,3 +99,46 @@ def test_a_noisy_decoded_mesh_keeps_the_fit_bounded():
     rotation, translation = head_motion.head_motion(frame, vb + noise)
     assert motion_degrees(rotation) < 0.5
     assert np.linalg.norm(translation) < 1e-3
+
+
+def test_a_head_move_is_charged_by_how_far_it_lies_off_the_way_to_frame_b():
+    """`beyond`: doing nothing, frame B's own move and part of it cost 0; the same move overshot
+    costs the overshoot; a move another way costs what it moved, even where it is the smaller
+    (the size comparison it replaced let a wrong part's turn pass under a misread frame B);
+    without a move of frame B's, the candidate's own size. Continuous as frame B's move
+    shrinks to nothing."""
+    frame = head_motion.head_frame(vertices(state())[0], "mouth")
+
+    def move(yaw=0.0, pitch=0.0):
+        turn = head_motion.rotation_matrix(np.array([pitch, yaw, 0.0]))
+        return head_motion.HeadMove(shift=head_motion.rigid_shift(frame.points, frame.centre, turn, np.zeros(3)))
+
+    b = move(yaw=0.06)
+    assert head_motion.beyond(move(), b) == 0.0
+    assert head_motion.beyond(b, b) == 0.0
+    assert head_motion.beyond(move(yaw=0.03), b) < 1e-4  # half the turn: off the straight way by its curvature only
+    assert head_motion.beyond(move(yaw=0.09), b) == pytest.approx(move(yaw=0.03).size, rel=0.02)
+    other = move(pitch=0.04)  # smaller than frame B's move, but another way
+    assert other.size < b.size
+    assert head_motion.beyond(other, b) == pytest.approx(other.size, rel=0.05)
+    assert head_motion.beyond(other, None) == other.size
+    fading = [head_motion.beyond(other, move(yaw=y)) for y in (1e-3, 1e-6, 1e-9, 0.0)]
+    assert fading == pytest.approx([other.size] * 4, rel=0.02)
+    with pytest.raises(head_motion.HeadMotionError, match="points"):
+        head_motion.beyond(other, head_motion.HeadMove(shift=np.zeros((3, 3))))
+
+
+def test_aligning_measures_the_move_it_takes_back():
+    """`align_and_measure` gives `align_to_a`'s vertices and the head's move on frame A's points:
+    a head turned by 2 degrees moved its points by about 2 degrees times their distance from the
+    centre; an unmoved mesh moved nothing."""
+    a = vertices(state())[0]
+    frame = head_motion.head_frame(a, "mouth")
+    same, still = head_motion.align_and_measure(frame, a)
+    np.testing.assert_array_equal(same, a)
+    assert still.size == 0.0
+    turned = vertices(state(head_yaw=np.radians(2.0)))[0]
+    aligned, moved = head_motion.align_and_measure(frame, turned)
+    np.testing.assert_array_equal(aligned, head_motion.align_to_a(frame, turned))
+    radius = float(np.sqrt(((frame.points - frame.centre) ** 2).sum(axis=1).mean()))
+    assert moved.size == pytest.approx(np.radians(2.0) * radius, rel=0.35)

@@ -176,19 +176,64 @@ def head_motion(frame: HeadFrame, vertices: np.ndarray) -> tuple[np.ndarray, np.
     return rotation, translation
 
 
+@attrs.frozen(eq=False)
+class HeadMove:
+    """Where a mesh's head stands against frame A's: the displacement (metres) of frame A's head
+    points under the rigid motion found. `weights` say how much each point counts (a skull point
+    far from a mesh of its own topology counts less); None: all alike."""
+
+    shift: np.ndarray  # (n, 3)
+    weights: np.ndarray | None = None
+
+    @property
+    def size(self) -> float:
+        """RMS displacement of the points (weighted): how far the head moved."""
+        return _rms(self.shift, self.weights)
+
+
+def _rms(shift: np.ndarray, weights: np.ndarray | None) -> float:
+    squared = (shift**2).sum(axis=1)
+    if weights is None:
+        return float(np.sqrt(squared.mean()))
+    return float(np.sqrt((weights * squared).sum() / weights.sum()))
+
+
+def rigid_shift(points: np.ndarray, centre: np.ndarray, rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
+    """Displacement of `points` under q -> R (q - centre) + centre + t (exactly 0 when nothing moved)."""
+    return (points - centre) @ (rotation - np.eye(3)).T + translation
+
+
+def beyond(move: HeadMove, allowed: HeadMove | None) -> float:
+    """How far a candidate's head move lies from the way frame A's head takes to frame B's: the
+    RMS distance (weighted as the candidate's points) from its shift to the nearest s x B's shift,
+    0 <= s <= 1. Doing nothing, B's own move or part of it cost 0; a head moved another way (a
+    wrong part's turn where frame B's head moved too) costs what it moved off that way; without a
+    move of frame B's, the candidate's own size. Continuous in the candidate (s is the projection
+    onto B's shift, clipped)."""
+    if allowed is None:
+        return move.size
+    if allowed.shift.shape != move.shift.shape:
+        raise HeadMotionError(f"head moves on {len(move.shift)} and {len(allowed.shift)} points cannot be compared")
+    weights = np.ones(len(move.shift)) if move.weights is None else move.weights
+    along = float((weights * (move.shift * allowed.shift).sum(axis=1)).sum())
+    length = float((weights * (allowed.shift**2).sum(axis=1)).sum())
+    fraction = min(1.0, max(0.0, along / length)) if length > 0.0 else 0.0
+    return _rms(move.shift - fraction * allowed.shift, move.weights)
+
+
 def align_to_a(frame: HeadFrame, vertices: np.ndarray) -> np.ndarray:
     """All of `vertices` moved rigidly so that their head sits where frame A's head is."""
+    return align_and_measure(frame, vertices)[0]
+
+
+def align_and_measure(frame: HeadFrame, vertices: np.ndarray) -> tuple[np.ndarray, HeadMove]:
+    """`align_to_a`, and the head's move that the alignment took back (`HeadMove` on frame A's
+    fitted head points)."""
     rotation, translation = head_motion(frame, vertices)
     vertices = np.asarray(vertices, dtype=np.float64)
     # (v - centre - t) R + centre, written so that no motion leaves every vertex bit for bit as it is.
-    return vertices + ((vertices - frame.centre) @ (rotation - np.eye(3)) - translation @ rotation)
-
-
-def motion_size(frame: HeadFrame, before: np.ndarray, after: np.ndarray) -> float:
-    """RMS displacement (metres) of the fitted head vertices from `before` to `after`: how far an
-    alignment moved the head (0 when it moved nothing)."""
-    moved = np.asarray(after, dtype=np.float64)[frame.ids] - np.asarray(before, dtype=np.float64)[frame.ids]
-    return float(np.sqrt((moved**2).sum(axis=1).mean()))
+    aligned = vertices + ((vertices - frame.centre) @ (rotation - np.eye(3)) - translation @ rotation)
+    return aligned, HeadMove(shift=rigid_shift(frame.points, frame.centre, rotation, translation))
 
 
 # -- meshes of their own topology ---------------------------------------------------------------
@@ -224,9 +269,10 @@ def skull_surface(vertices_a: np.ndarray, part: str | None = None) -> SkullSurfa
     return SkullSurface(points=points, centre=points.mean(axis=0))
 
 
-def surface_head_motion(skull: SkullSurface, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """(R, t, size): frame A's skull moved by `q -> R (q - centre) + centre + t` lies on the
-    mesh's surface; size is how far that moves the skull (weighted RMS, metres)."""
+def surface_head_motion(skull: SkullSurface, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray, HeadMove]:
+    """(R, t, move): frame A's skull moved by `q -> R (q - centre) + centre + t` lies on the
+    mesh's surface; `move` is that displacement of the skull's points, each weighted by how near
+    the surface it lies (its size: weighted RMS, metres)."""
     from scipy.spatial import cKDTree
 
     points = np.asarray(vertices, dtype=np.float64)
@@ -251,23 +297,21 @@ def surface_head_motion(skull: SkullSurface, vertices: np.ndarray, faces: np.nda
         rotation, translation = turn @ rotation, translation @ turn.T + step[3:]
         if np.linalg.norm(step[:3]) < _CONVERGED_RAD and np.linalg.norm(step[3:]) < _CONVERGED_M:
             break
-    moved = skull.points + ((skull.points - skull.centre) @ (rotation - np.eye(3)).T + translation)
-    size = float(np.sqrt((weights * ((moved - skull.points) ** 2).sum(axis=1)).sum() / weights.sum()))
-    return rotation, translation, size
+    return rotation, translation, HeadMove(shift=rigid_shift(skull.points, skull.centre, rotation, translation), weights=weights)
 
 
-def align_surface_to_a(skull: SkullSurface, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, float]:
-    """The mesh moved rigidly so that its head lies where frame A's is, and how far its head had
-    moved (`surface_head_motion`); unmoved, bit for bit, when it had not."""
+def align_surface_to_a(skull: SkullSurface, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, HeadMove]:
+    """The mesh moved rigidly so that its head lies where frame A's is, and its head's move
+    (`surface_head_motion`); unmoved, bit for bit, when it had not."""
     motion = surface_head_motion(skull, vertices, faces)
     return undo_surface_motion(skull, motion, vertices), motion[2]
 
 
 def undo_surface_motion(skull: SkullSurface, motion: tuple, points: np.ndarray) -> np.ndarray:
-    """Points moved by the inverse of a `surface_head_motion` (R, t, size): what
+    """Points moved by the inverse of a `surface_head_motion` (R, t, move): what
     `align_surface_to_a` does to the mesh it was measured on, for other points carried with it
     (the surface a mesh was fitted to); unmoved, bit for bit, when nothing moved."""
-    rotation, translation, _size = motion
+    rotation, translation, _move = motion
     points = np.asarray(points, dtype=np.float64)
     if np.array_equal(rotation, np.eye(3)) and not translation.any():
         return points

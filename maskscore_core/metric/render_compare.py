@@ -38,8 +38,8 @@ Head alignment: for every part but the neck, frame B and every candidate rendere
 are first moved rigidly onto frame A's head (`head_motion`: the head's own motion, net of
 facial actions), always, so scores are continuous in the candidate. One render per candidate
 serves both dimensions: a head that moved shows as the neck and shoulders moving against it,
-and consistency's `head_motion` distance counts how far the alignment moved the head (RMS over
-its vertices, beyond frame B's). The neck's bones carry the head, so its motion is the edit: no
+and consistency's `head_motion` distance counts how far the candidate's head stood off the way
+from frame A's head to frame B's (RMS over the head's points: `head_motion.beyond`). The neck's bones carry the head, so its motion is the edit: no
 alignment there.
 
 Distances (each a mean over the region's pixels of all views together): depth_l1 (capped per
@@ -126,8 +126,11 @@ NO_ALIGN_PARTS = ("neck",)
 # for its edited part (`framing.part_zoom`), so the part shows the default subject's pixels on every
 # subject (the head's scale alone left a tall old man's irides at 0.78 of the default's). 9: the
 # body model skins with anny's torch blend skinning instead of Warp's kernel
-# (`anny_model.SKINNING`): every reference mesh may move in its last bit.
-METRIC_VERSION = 9
+# (`anny_model.SKINNING`): every reference mesh may move in its last bit. 10: a candidate's head
+# motion is charged by how far it lies off the way from frame A's head to frame B's
+# (`head_motion.beyond`), not by how much its size exceeds frame B's: a head turned another way
+# than frame B's (misread) one cost nothing while it was the smaller of the two.
+METRIC_VERSION = 10
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
 # distances["ref.<d>"] and ["half.<d>"]: d(A, B) and d(halfway, B) inside, what instruction_following
@@ -235,7 +238,7 @@ class Side:
     activations: np.ndarray | None = None
     render_vertices: np.ndarray | None = None  # the validated vertices (before framing)
     appearance: object | None = None  # records.Appearance: its look, where the modality carries one
-    head_motion: float | None = None  # how far its head was moved onto frame A's (metres, RMS)
+    head_move: head_motion.HeadMove | None = None  # where its head stood against frame A's before it was moved onto it
     surface_residual: float | None = None  # a fitted mesh's depth against the surface it was fitted to
 
 
@@ -324,16 +327,15 @@ class RenderCompare:
         return attrs.evolve(side, depth=result.depth, coverage=result.coverage, normals=result.normals, render=result,
                             render_vertices=vertices)  # fmt: skip
 
-    def _aligned(self, prepared: PreparedReference, vertices: np.ndarray) -> tuple[np.ndarray, float | None]:
-        """The vertices moved onto frame A's head, and how far that moved the head (None for the neck)."""
+    def _aligned(self, prepared: PreparedReference, vertices: np.ndarray) -> tuple[np.ndarray, head_motion.HeadMove | None]:
+        """The vertices moved onto frame A's head, and the head's move that took back (None for the neck)."""
         if prepared.head_frame is None:
             return vertices, None
-        aligned = head_motion.align_to_a(prepared.head_frame, vertices)
-        return aligned, head_motion.motion_size(prepared.head_frame, vertices, aligned)
+        return head_motion.align_and_measure(prepared.head_frame, vertices)
 
     def _laid_onto_a(self, prepared: PreparedReference, candidate: Decoded, what: str):
         """A mesh of its own topology, checked, with its head laid onto frame A's by the skull's
-        surface (where the part is aligned), how far that moved it, and the surface it was fitted
+        surface (where the part is aligned), its head's move that took back, and the surface it was fitted
         to (`Decoded.surface`, None for a mesh taken as it is) moved with it."""
         mesh = foreign_mesh.check(candidate.vertices, candidate.faces, what)
         surface = candidate.surface
@@ -388,10 +390,8 @@ class RenderCompare:
             lpips_a = pool.submit(self.lpips.features, _lpips_images([a.normals]))
             ssim_a = pool.submit(SsimReference, a.normals)
             frame = None if part in NO_ALIGN_PARTS else head_motion.head_frame(vertices_a, part)
-            aligned = vertices_b if frame is None else head_motion.align_to_a(frame, vertices_b)
-            b = self._side(ref_b, "frame B", framing, aligned)
-            if frame is not None:
-                b = attrs.evolve(b, head_motion=head_motion.motion_size(frame, vertices_b, aligned))
+            aligned, b_move = (vertices_b, None) if frame is None else head_motion.align_and_measure(frame, vertices_b)
+            b = attrs.evolve(self._side(ref_b, "frame B", framing, aligned), head_move=b_move)
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
             ssim_b = pool.submit(SsimReference, b.normals)
             # The halfway mesh calibrates instruction_following (module docstring).
@@ -461,7 +461,7 @@ class RenderCompare:
                 skull = head_motion.skull_surface(prepared.vertices_a, prepared.part)
                 faces = self.renderer.reference.faces
                 aligned, motion = head_motion.align_surface_to_a(skull, lazy["b_vertices"], faces)
-                b = attrs.evolve(self._moved(b, aligned, prepared.framing), head_motion=motion)
+                b = attrs.evolve(self._moved(b, aligned, prepared.framing), head_move=motion)
                 if lazy["middle_as_is"] is None:
                     middle_vertices = 0.5 * (prepared.vertices_a + aligned)
                 else:
@@ -535,13 +535,13 @@ class RenderCompare:
                 if reused is not None:  # the very mesh of a reference: its render, features, distances
                     which, side, features_of_side = reused
                     side = attrs.evolve(side, activations=candidate.activations, appearance=candidate.appearance,
-                                        head_motion=motion)  # fmt: skip
+                                        head_move=motion)  # fmt: skip
                     pending[i] = _done(features_of_side)
                     if which != "a":
                         known[i] = which
                         pictures.append(_done(_reference_distances(prepared, side, which)))
                 else:
-                    side = attrs.evolve(self._side(candidate, f"candidate {i}", prepared.framing, vertices), head_motion=motion)
+                    side = attrs.evolve(self._side(candidate, f"candidate {i}", prepared.framing, vertices), head_move=motion)
                     if surface is not None:
                         side = attrs.evolve(side, surface_residual=self._surface_residual(side, surface, prepared.framing))
                     if side.normals is not None:
@@ -604,8 +604,8 @@ class RenderCompare:
             to_a, to_b = region_ssim(cand.normals, [prepared.ssim_a, prepared.ssim_b], [outside, inside])
             follow["ssim"] = max(0.0, 1.0 - _ssim_mean_by_view(to_b))
             rest["ssim"] = _beyond(_dissimilarity(torch.cat(to_a)), _pick(change["ssim"], outside_at))
-        if cand.head_motion is not None:  # its head moved against the body, beyond frame B's
-            rest["head_motion"] = max(0.0, cand.head_motion - (b.head_motion or 0.0))
+        if cand.head_move is not None:  # its head moved against the body, off the way to frame B's
+            rest["head_motion"] = head_motion.beyond(cand.head_move, b.head_move)
         if cand.surface_residual is not None:  # what ANNY fitted to a mesh did not explain of it
             rest["surface_residual"] = cand.surface_residual
         return {"instruction_following": follow, "consistency": rest}, outside, (references, halfway)
@@ -664,8 +664,8 @@ def _reference_distances(prepared: PreparedReference, cand: Side, which: str):
     pictures = ("depth_l1", "normal_l1", "ssim")
     follow = {name: 0.0 if which == "b" else prepared.halfway[name] for name in pictures}
     rest = dict.fromkeys(pictures, 0.0)
-    if cand.head_motion is not None:
-        rest["head_motion"] = max(0.0, cand.head_motion - (prepared.b.head_motion or 0.0))
+    if cand.head_move is not None:
+        rest["head_motion"] = head_motion.beyond(cand.head_move, prepared.b.head_move)
     return {"instruction_following": follow, "consistency": rest}, outside, (dict(prepared.references), dict(prepared.halfway))
 
 
