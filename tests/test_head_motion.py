@@ -142,3 +142,29 @@ def test_aligning_measures_the_move_it_takes_back():
     np.testing.assert_array_equal(aligned, head_motion.align_to_a(frame, turned))
     radius = float(np.sqrt(((frame.points - frame.centre) ** 2).sum(axis=1).mean()))
     assert moved.size == pytest.approx(np.radians(2.0) * radius, rel=0.35)
+
+
+def test_a_reading_error_is_measured_on_the_references_and_charged_past():
+    """`reading_error`: references read exactly err by 0; a frame B read with its head turned by
+    a degree its exact mesh does not have errs by that turn's RMS shift, whatever the exact
+    frame B's own turn. `past_reading_error`: the distance itself at error 0; continuous and
+    increasing in the distance; about d^2 / 2e well below the error and d - e well above it."""
+    a, b, b_turned, b_more = vertices(state(), state({"jawOpen": 0.6}), state({"jawOpen": 0.6}, head_yaw=np.radians(1.0)),
+                                      state({"jawOpen": 0.6}, head_yaw=np.radians(3.0)))  # fmt: skip
+    frame = head_motion.head_frame(a, "mouth")
+    assert head_motion.reading_error(frame, a, "mouth", [(b, b)]) == 0.0
+    one_degree = head_motion.align_and_measure(frame, b_turned)[1].size
+    assert head_motion.reading_error(frame, a, "mouth", [(b_turned, b)]) == pytest.approx(one_degree, rel=0.05)
+    # read with 3 degrees where it holds 2: the same one-degree error, the larger of two references
+    b_two = vertices(state({"jawOpen": 0.6}, head_yaw=np.radians(2.0)))[0]
+    assert head_motion.reading_error(frame, a, "mouth", [(b, b), (b_more, b_two)]) == pytest.approx(one_degree, rel=0.1)
+
+    past = head_motion.past_reading_error
+    for distance in (0.0, 1e-4, 3e-3):
+        assert past(distance, 0.0) == distance
+    error = 2e-3
+    distances = np.linspace(0.0, 2e-2, 201)
+    costs = np.array([past(float(d), error) for d in distances])
+    assert costs[0] == 0.0 and (np.diff(costs) > 0).all() and np.abs(np.diff(costs)).max() < 1e-4
+    assert past(2e-4, error) == pytest.approx(2e-4**2 / (2 * error), rel=0.01)
+    assert past(0.2, error) == pytest.approx(0.2 - error, rel=1e-3)

@@ -253,6 +253,10 @@ def test_scorer_plugin_scores_mesh_and_depth_candidates(tmp_path):
                                   candidates=depth_candidates, ctx=ctx)  # fmt: skip
     assert depth_score.instruction_following == 1.0
     assert set(depth_score.distances) == {"if.depth_l1", "ref.depth_l1", "half.depth_l1", "cons.depth_l1"}
+    from maskscore_core.builtins.render_compare_scorer import _decoded_row
+
+    # decoded exactly: no reading error to measure (`read_from`, plugins/maskscore-image's tests)
+    assert _decoded_row("render-compare", mesh_instance, candidates, ctx)[-1] is None
 
 
 def test_clips_are_scored_frame_by_frame(small):

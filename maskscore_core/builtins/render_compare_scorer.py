@@ -69,6 +69,15 @@ def _with_vertices(reference: Decoded, target) -> Decoded:
     return Decoded(vertices=vertices, activations=reference.activations)
 
 
+def _exact_reference(modality: str, instance, which: str, read: Decoded, ctx) -> Decoded:
+    """The reference `read` was read from pixels for, exactly: a clip's frames sampled as its
+    modality samples them (`decode_reference` without `pixel_references`), one frame's the
+    reference mesh of its state."""
+    if read.frames is not None:
+        return plugins.call("decode_reference", modality, modality=modality, instance=instance, which=which, ctx=ctx)
+    return _with_vertices(Decoded(), getattr(instance, which))
+
+
 def _mean_scores(per_frame: list[CandidateScore]) -> CandidateScore:
     keys = sorted(per_frame[0].distances)
     return CandidateScore(
@@ -86,13 +95,17 @@ def _frame(clip: Decoded, t: int) -> Decoded:
 
 
 def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates: list[Decoded],
-                  framing=None, region=None, halfway: Decoded | None = None) -> list[CandidateScore]:
+                  framing=None, region=None, halfway: Decoded | None = None,
+                  read_from: tuple | None = None) -> list[CandidateScore]:
     """Scores of decoded candidates; clips frame by frame when every side is a clip. `framing`
     (`framing.Framing`) defaults to frame A's own; `halfway` (the edit made half way, which
-    calibrates instruction_following) to frame A's and B's vertices averaged."""
+    calibrates instruction_following) to frame A's and B's vertices averaged; `read_from`: where
+    the references were read from pixels, the exact (frame A, frame B, halfway) they were drawn
+    from (`RenderCompare.prepare`)."""
     clips = [c for c in candidates if c.frames is not None]
     if not clips or ref_a.frames is None or ref_b.frames is None:
-        return compare.score(compare.prepare(ref_a, ref_b, part, framing, region=region, halfway=halfway), candidates)
+        return compare.score(compare.prepare(ref_a, ref_b, part, framing, region=region, halfway=halfway,
+                                             read_from=read_from), candidates)  # fmt: skip
     if len(clips) != len(candidates):
         raise RenderCompareScorerError("some candidates are clips (frames) and some are not; score them separately")
     count = len(ref_a.frames)
@@ -104,7 +117,9 @@ def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates
     per_candidate: list[list[CandidateScore]] = [[] for _ in candidates]
     for t in range(count):
         middle = _frame(halfway, t) if halfway is not None and halfway.frames is not None and len(halfway.frames) == count else None
-        prepared = compare.prepare(_frame(ref_a, t), _frame(ref_b, t), part, framing, region=region, halfway=middle)
+        exact = None if read_from is None else tuple(_frame_of(d, t, count) for d in read_from)
+        prepared = compare.prepare(_frame(ref_a, t), _frame(ref_b, t), part, framing, region=region, halfway=middle,
+                                   read_from=exact)  # fmt: skip
         frame_scores = compare.score(prepared, [_frame(c, t) for c in candidates])
         for i, s in enumerate(frame_scores):
             per_candidate[i].append(s)
@@ -115,6 +130,13 @@ def score_decoded(compare, part: str, ref_a: Decoded, ref_b: Decoded, candidates
             mean = _add_activation(mean, cand.activations, ref_a.activations, ref_b.activations)
         results.append(mean)
     return results
+
+
+def _frame_of(clip: Decoded | None, t: int, count: int) -> Decoded | None:
+    """Frame t of an exact reference clip of `count` frames, or None where it has no such frame."""
+    if clip is None or clip.frames is None or len(clip.frames) != count:
+        return None
+    return Decoded(vertices=clip.frames[t])
 
 
 def _add_activation(score: CandidateScore, activations, activations_a, activations_b) -> CandidateScore:
@@ -147,7 +169,7 @@ def score(scorer, instance, candidates, ctx):
 
 
 def _decoded_row(scorer, instance, candidates, ctx):
-    """(compare, part, frame A, the ideal edit, the candidates decoded, framing, region, halfway)
+    """(compare, part, frame A, the ideal edit, the candidates decoded, framing, region, halfway, read_from)
     for `score_decoded`, or the scores themselves where the candidates fall into groups."""
     modalities = sorted({c.asset.modality for c in candidates})
     if len(modalities) != 1:
@@ -168,6 +190,7 @@ def _decoded_row(scorer, instance, candidates, ctx):
             for i, found in zip(group, score(scorer, instance, [candidates[i] for i in group], ctx)):
                 scores[i] = found
         return scores
+    exact_ctx = ctx
     if sizes[0] is not None:
         ctx = attrs.evolve(ctx, config=RunConfig.of({**dict(ctx.config), "pixel_references": int(sizes[0])}))
     # instruction_following is measured against frame B's part carried onto frame A (the ideal
@@ -175,15 +198,18 @@ def _decoded_row(scorer, instance, candidates, ctx):
     ideal = attrs.evolve(instance, b=ideal_edit(instance))
     # The edit made half way, as the ladder makes it, calibrates instruction_following.
     half = attrs.evolve(instance, b=edit_fraction(instance, 0.5))
-    refs = {}
+    refs, exact = {}, {}
     for which, reference in (("a", instance), ("b", ideal), ("half", half)):
         side = "b" if which == "half" else which
         decoded = plugins.call("decode_reference", modality, modality=modality, instance=reference, which=side, ctx=ctx)
         refs[which] = _with_vertices(decoded, getattr(reference, side))
+        if sizes[0] is not None:  # read from pixels: the same reference exactly, to measure the reading's error
+            exact[which] = _exact_reference(modality, reference, side, refs[which], exact_ctx)
     decoded = [
         plugins.call("decode_to_mesh", modality, asset=c.asset, instance=instance, ctx=ctx) for c in candidates
     ]
     # Every mesh of the row is framed on frame A's subject at rest, zoomed for the part, as the
     # depth modality's maps are (`Target.framed_part`).
     framing = row_framing(instance)
-    return render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, mask.region, refs["half"]
+    read_from = (exact["a"], exact["b"], exact["half"]) if exact else None
+    return render_compare_of(ctx), part, refs["a"], refs["b"], decoded, framing, mask.region, refs["half"], read_from

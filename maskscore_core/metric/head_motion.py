@@ -29,6 +29,7 @@ the accuracy measured on ANNY.
 from __future__ import annotations
 
 import functools
+import math
 
 import attrs
 import numpy as np
@@ -219,6 +220,31 @@ def beyond(move: HeadMove, allowed: HeadMove | None) -> float:
     length = float((weights * (allowed.shift**2).sum(axis=1)).sum())
     fraction = min(1.0, max(0.0, along / length)) if length > 0.0 else 0.0
     return _rms(move.shift - fraction * allowed.shift, move.weights)
+
+
+def reading_error(frame: HeadFrame, exact_a: np.ndarray, part: str | None, pairs) -> float:
+    """How far a reading (pixels through a detector and a fit) puts a reference's head from where
+    it is: for each (read, exact) pair of vertices of one reference (frame B, the halfway mesh),
+    the RMS difference between its head's move read against the read frame A (`frame`) and its
+    exact move against the exact frame A; the largest. 0 where every reading is exact."""
+    exact_frame = head_frame(exact_a, part)
+    error = 0.0
+    for read, exact in pairs:
+        read_move = align_and_measure(frame, read)[1]
+        exact_move = align_and_measure(exact_frame, exact)[1]
+        error = max(error, _rms(read_move.shift - exact_move.shift, None))
+    return error
+
+
+def past_reading_error(distance: float, error: float) -> float:
+    """A head move `distance` as far as it exceeds a reading `error`, smoothly:
+    sqrt(distance^2 + error^2) - error, about distance^2 / (2 error) below the error and
+    distance - error above it; the distance itself when the reading is exact (error 0). A move
+    the reading cannot tell from its own error costs little, a larger one what it exceeds it by,
+    and the cost is continuous and increasing in the distance."""
+    if error == 0.0:
+        return distance
+    return distance * distance / (math.hypot(distance, error) + error)  # the same, without cancelling
 
 
 def align_to_a(frame: HeadFrame, vertices: np.ndarray) -> np.ndarray:

@@ -39,7 +39,9 @@ are first moved rigidly onto frame A's head (`head_motion`: the head's own motio
 facial actions), always, so scores are continuous in the candidate. One render per candidate
 serves both dimensions: a head that moved shows as the neck and shoulders moving against it,
 and consistency's `head_motion` distance counts how far the candidate's head stood off the way
-from frame A's head to frame B's (RMS over the head's points: `head_motion.beyond`). The neck's bones carry the head, so its motion is the edit: no
+from frame A's head to frame B's (RMS over the head's points: `head_motion.beyond`), past the
+error with which the references themselves were read where they come from pixels
+(`head_motion.past_reading_error`). The neck's bones carry the head, so its motion is the edit: no
 alignment there.
 
 Distances (each a mean over the region's pixels of all views together): depth_l1 (capped per
@@ -129,8 +131,12 @@ NO_ALIGN_PARTS = ("neck",)
 # (`anny_model.SKINNING`): every reference mesh may move in its last bit. 10: a candidate's head
 # motion is charged by how far it lies off the way from frame A's head to frame B's
 # (`head_motion.beyond`), not by how much its size exceeds frame B's: a head turned another way
-# than frame B's (misread) one cost nothing while it was the smaller of the two.
-METRIC_VERSION = 10
+# than frame B's (misread) one cost nothing while it was the smaller of the two. 11: where the
+# references were read from pixels, that charge is what lies past the error the reading put on
+# their own heads (`head_motion.reading_error`, `past_reading_error`): a picture of the halfway
+# face read with the head a few millimetres off no longer loses more consistency than the
+# references' own reading error; scores of candidates decoded exactly unchanged.
+METRIC_VERSION = 11
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
 # distances["ref.<d>"] and ["half.<d>"]: d(A, B) and d(halfway, B) inside, what instruction_following
@@ -264,6 +270,7 @@ class PreparedReference:
     references: dict = attrs.field(factory=dict)  # d(A, B) inside, per distance
     halfway: dict = attrs.field(factory=dict)  # d(halfway mesh, B) inside, per distance
     lazy: dict = attrs.field(factory=dict)  # renders made only when a candidate needs them
+    head_reading_error: float = 0.0  # metres: how far reading the references from pixels put their heads off
 
 
 class RenderCompare:
@@ -361,13 +368,17 @@ class RenderCompare:
 
     # -- references ---------------------------------------------------------------------------
     def prepare(self, ref_a: Decoded, ref_b: Decoded, part: str, framing: Framing | None = None, *,
-                region: np.ndarray | None = None, halfway: Decoded | None = None) -> PreparedReference:
+                region: np.ndarray | None = None, halfway: Decoded | None = None,
+                read_from: tuple | None = None) -> PreparedReference:
         """Render frames A and B once (B on A's head), take their LPIPS features once, find the
         part's pixels, frame B's change against A, d(A, B) and d(halfway, B). `framing` defaults
         to frame A's own (`framing.framing_of`); the scorer plugin passes the subject's
         (`framing.subject_framing`). `halfway` is the edit made half way (the scorer plugin passes
         the ladder's, `ladder.edit_fraction(instance, 0.5)`: an accessory half its size where it
-        is worn, a look half mixed); by default frame A's and B's vertices averaged."""
+        is worn, a look half mixed); by default frame A's and B's vertices averaged. `read_from`:
+        where the references were read from pixels, the exact meshes they were drawn from (frame A,
+        frame B, the halfway mesh or None, as Decoded): how far the reading put their heads off
+        (`head_motion.reading_error`) is what a candidate's head move is charged beyond."""
         parts.check_active(part)
         if not isinstance(ref_a, Decoded) or ref_a.vertices is None or not isinstance(ref_b, Decoded) or (
             ref_b.vertices is None
@@ -402,6 +413,12 @@ class RenderCompare:
                 middle_vertices = middle_as_is = self.renderer.check(halfway.vertices, "the halfway reference")
                 if frame is not None:
                     middle_vertices = head_motion.align_to_a(frame, middle_vertices)
+            reading = 0.0
+            if frame is not None and read_from is not None:
+                exact_a, exact_b, exact_half = (None if d is None else d.vertices for d in read_from)
+                pairs = [(vertices_b, exact_b)] + ([(middle_as_is, exact_half)] if middle_as_is is not None and exact_half is not None else [])
+                reading = head_motion.reading_error(frame, self.renderer.check(exact_a, "exact frame A"), part,
+                                                    [(r, self.renderer.check(e, "an exact reference")) for r, e in pairs])  # fmt: skip
             middle = self._side(halfway, "the mesh halfway from A to B", framing, middle_vertices)
             lpips_middle = pool.submit(self.lpips.features, _lpips_images([middle.normals]))
             inside = parts.pixel_mask(a.render, part, True, region) | parts.pixel_mask(b.render, part, True, region)
@@ -425,6 +442,7 @@ class RenderCompare:
             part=part, a=a, b=b, inside=inside, covered=a.coverage | b.coverage, lpips_a=lpips_a, lpips_b=lpips_b,
             framing=framing, vertices_a=vertices_a, head_frame=frame, b_as_is=None if aligned is vertices_b else ref_b,
             ssim_a=ssim_a, ssim_b=ssim_b, b_change=change, references=references, halfway=halfway_distances,
+            head_reading_error=reading,
         )  # fmt: skip
         prepared.lazy["inside_lpips"] = inside_lpips  # the part's mask at LPIPS's layer sizes, for every candidate
         # for the references of meshes of their own topology (`_surface_reference`)
@@ -605,7 +623,7 @@ class RenderCompare:
             follow["ssim"] = max(0.0, 1.0 - _ssim_mean_by_view(to_b))
             rest["ssim"] = _beyond(_dissimilarity(torch.cat(to_a)), _pick(change["ssim"], outside_at))
         if cand.head_move is not None:  # its head moved against the body, off the way to frame B's
-            rest["head_motion"] = head_motion.beyond(cand.head_move, b.head_move)
+            rest["head_motion"] = _head_motion_cost(prepared, cand, b)
         if cand.surface_residual is not None:  # what ANNY fitted to a mesh did not explain of it
             rest["surface_residual"] = cand.surface_residual
         return {"instruction_following": follow, "consistency": rest}, outside, (references, halfway)
@@ -654,6 +672,12 @@ def _rendered_reference(prepared: PreparedReference, vertices: np.ndarray):
     return None
 
 
+def _head_motion_cost(prepared: PreparedReference, cand: Side, b: Side) -> float:
+    """consistency's head_motion distance: how far the candidate's head lies off frame A's way to
+    frame B's, past the error the row's references were read with (0 unless read from pixels)."""
+    return head_motion.past_reading_error(head_motion.beyond(cand.head_move, b.head_move), prepared.head_reading_error)
+
+
 def _reference_distances(prepared: PreparedReference, cand: Side, which: str):
     """`RenderCompare._picture_distances` of a candidate that is frame B ("b") or the halfway mesh
     ("halfway") itself, from what `prepare` measured: its distances to B inside are 0 (B) or
@@ -665,7 +689,7 @@ def _reference_distances(prepared: PreparedReference, cand: Side, which: str):
     follow = {name: 0.0 if which == "b" else prepared.halfway[name] for name in pictures}
     rest = dict.fromkeys(pictures, 0.0)
     if cand.head_move is not None:
-        rest["head_motion"] = head_motion.beyond(cand.head_move, prepared.b.head_move)
+        rest["head_motion"] = _head_motion_cost(prepared, cand, prepared.b)
     return {"instruction_following": follow, "consistency": rest}, outside, (dict(prepared.references), dict(prepared.halfway))
 
 

@@ -103,3 +103,36 @@ def test_references_are_read_at_each_candidates_size(ctx):
     scores = plugins.call("score", "render-compare", scorer="render-compare", instance=instance, candidates=candidates, ctx=ctx)
     assert [s.overall for s in scores[:2]] == [1.0, 1.0]
     assert scores[2].instruction_following < 0.05 and scores[2].consistency == 1.0  # frame A itself: nothing done
+
+
+def test_head_motion_is_charged_past_the_references_reading_error(ctx):
+    """Pictures are read back with the head a little off (the fit trades a head turn against
+    facial actions), the references as much as the candidates. The scorer gives the metric the
+    exact meshes the references were drawn from (`read_from`); the error their reading put on
+    their heads is measured, and a candidate's head_motion distance is what lies past it
+    (`head_motion.past_reading_error`)."""
+    import attrs
+
+    from maskscore_core.builtins import render_compare_scorer as rcs
+    from maskscore_core.metric import head_motion
+    from maskscore_core.plugin.records import Candidate
+    from maskscore_face_landmarks.pixels import picture
+
+    instance = _instance()
+    halfway = np.zeros_like(instance.b.state.expression)
+    halfway[get_body_model().action_index("jawOpen")] = 0.25
+    middle = attrs.evolve(instance.b.state, expression=halfway)
+    candidates = [Candidate("half way", Asset(MODALITY, picture(middle, 448)), 2),
+                  Candidate("A", Asset(MODALITY, picture(instance.a.state, 448)), 5)]  # fmt: skip
+    compare, part, ref_a, ref_b, decoded, framing, region, half, read_from = rcs._decoded_row("render-compare", instance, candidates, ctx)
+    assert read_from is not None
+    np.testing.assert_array_equal(read_from[0].vertices, rcs._with_vertices(rcs.Decoded(), instance.a).vertices)
+    prepared = compare.prepare(ref_a, ref_b, part, framing, region=region, halfway=half, read_from=read_from)
+    error = prepared.head_reading_error
+    assert 0.0 < error < 0.01  # metres: a reading, not a turn
+    charged = rcs.score_decoded(compare, part, ref_a, ref_b, decoded, framing, region, half, read_from)
+    raw = rcs.score_decoded(compare, part, ref_a, ref_b, decoded, framing, region, half, None)
+    for with_error, without in zip(charged, raw):
+        expected = head_motion.past_reading_error(without.distances["cons.head_motion"], error)
+        assert with_error.distances["cons.head_motion"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        assert with_error.consistency >= without.consistency
