@@ -117,7 +117,7 @@ def _real_modalities() -> list:
 
 
 DESCRIPTION = ("name", "table", "input_columns", "candidate_column", "template", "task_table", "ladder_levels",
-               "sequence", "pairs_by", "order")  # fmt: skip
+               "sequence", "pairs_by", "shown_actions", "order")  # fmt: skip
 
 
 @hookimpl

@@ -108,10 +108,45 @@ def test_instances_are_valid_same_subject_pairs(trials, modality):
         else:
             assert len(inst.a.states) == len(inst.b.states) == 1
             assert edits.part_change(part, inst.a.state, inst.b.state) >= 1.0
+            # and in what the modality can show (`Modality.shown_actions`)
+            assert edits.part_change(part, inst.a.state, inst.b.state, plugins.modality(modality).shown_actions) >= 1.0
         if modality in ("speech", "text"):
             assert inst.a.transcript != inst.b.transcript
         expected = plugins.modality(modality).template.format(part=part, phrase=inst.b.transcript)
         assert inst.instruction.text == expected
+
+
+def test_a_modality_draws_only_edits_it_can_show():
+    """With `shown_actions`, a frame pair is an edit of a part only where those actions change:
+    a face edit made of gaze alone is no edit for a modality that cannot show gaze, and the
+    rest's calm is judged on the shown actions too. A name that is no facial action is refused
+    at registration."""
+    from maskscore_core.plugin.modality_kit import FileModality
+    from maskscore_core.plugin.registration import Column, RegistrationError
+
+    subject = Subject("s0", {}, "en-us", ())
+    frames = [_state(), _state({"eyeLookUpLeft": 0.8, "eyeLookUpRight": 0.8}), _state({"jawOpen": 0.6})]
+    trial = [_trial(subject, 0, "hello", frames)]
+    shown = ("jawOpen", "mouthClose", "eyeBlinkLeft", "eyeBlinkRight")
+    _, every = edits._static_pairs("face", trial)
+    _, seen = edits._static_pairs("face", trial, shown=shown)
+    pairs = lambda found: {tuple(sorted(map(int, p))) for p in found}  # noqa: E731
+    assert (0, 1) in pairs(every)  # gaze alone: a face edit where everything shows
+    assert (0, 1) not in pairs(seen) and (0, 2) in pairs(seen)
+    assert edits.part_change("face", frames[0], frames[1]) >= 1.0 > edits.part_change("face", frames[0], frames[1], shown)
+    # the mouth's pair (1, 2) changes gaze (not the mouth's) as much as the jaw: the rest is calm
+    # where gaze is not shown, and not where it is
+    assert (1, 2) in pairs(edits._static_pairs("mouth", trial, shown=shown)[1])
+    assert (1, 2) not in pairs(edits._static_pairs("mouth", trial)[1])
+
+    class Picture(FileModality):
+        encode = write_file = read_file = None
+
+    declared = dict(name="picture", table="PictureEditReward", template="edit the {part}", task_table={"mouth": "expression_change"},
+                    candidate_column=Column("output_pictures", "list<string>"), suffixes=(".png",))  # fmt: skip
+    Picture(**declared, shown_actions=("jawOpen",)).check()
+    with pytest.raises(RegistrationError, match="shown_actions .*eyeRoll"):
+        Picture(**declared, shown_actions=("jawOpen", "eyeRoll")).check()
 
 
 def test_template_wording():

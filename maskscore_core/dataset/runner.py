@@ -55,7 +55,10 @@ def content_config(config: BuildConfig) -> dict:
     scorer = for_build(config.scorer, config.views, config.resolution, config.seed) if config.scored else None
     # The labels: how each modality's rungs are expected to rank (`protocol.levels_for`).
     levels = {m: {d: {str(r): v for r, v in t.items()} for d, t in levels_for(m).items()} for m in config.modalities}
-    return {**config.content_config(), "scorer_config": scorer.as_dict() if scorer else None, "ladder_levels": levels}
+    content = {**config.content_config(), "scorer_config": scorer.as_dict() if scorer else None, "ladder_levels": levels}
+    # Which frame pairs a modality draws depends on the actions it can show (`Modality.shown_actions`).
+    shown = {m: list(plugins.modality(m).shown_actions) for m in config.modalities if plugins.modality(m).shown_actions}
+    return {**content, "shown_actions": shown} if shown else content
 
 
 def _check_names(config: BuildConfig) -> None:

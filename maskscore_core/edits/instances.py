@@ -153,26 +153,28 @@ def check_part_for(modality: str, part: str) -> str:
 # How much a part changes between two states.
 
 
-def _part_actions_and_bones(part: str) -> tuple[list[int], list[int]]:
-    """Indices of the part's facial actions and SOMA bones (empty for accessory parts)."""
+def _part_actions_and_bones(part: str, shown: tuple[str, ...] | None = None) -> tuple[list[int], list[int]]:
+    """Indices of the part's facial actions (those in `shown` alone where given: the actions a
+    modality can show, `Modality.shown_actions`) and SOMA bones (empty for accessory parts)."""
     from maskscore_core.body.anny_model import get_body_model
 
     vocab.check_part(part)
     if part in vocab.ACCESSORY_PARTS:
         return [], []
     body = get_body_model()
-    actions = [body.action_index(name) for name in parts.part_actions(part)]
+    actions = [body.action_index(name) for name in parts.part_actions(part) if shown is None or name in shown]
     bones = [body.bone_index(name) for name in parts.part_bones(part)]
     return actions, bones
 
 
-def part_change(part: str, a: BodyState, b: BodyState) -> float:
-    """How strongly `part` changes from a to b, in units of its threshold (>= 1: it differs)."""
+def part_change(part: str, a: BodyState, b: BodyState, shown: tuple[str, ...] | None = None) -> float:
+    """How strongly `part` changes from a to b, in units of its threshold (>= 1: it differs);
+    `shown`: on those facial actions only (`Modality.shown_actions`)."""
     if part in vocab.ACCESSORY_PARTS:
         slot = accessories.slot_for_part(part)
         scale = abs(a.part_scale.get(part, 1.0) - b.part_scale.get(part, 1.0)) / SCALE_DELTA
         return max(float(accessories.worn(a.accessories, slot) != accessories.worn(b.accessories, slot)), scale)
-    actions, bones = _part_actions_and_bones(part)
+    actions, bones = _part_actions_and_bones(part, shown)
     strength = abs(a.part_scale.get(part, 1.0) - b.part_scale.get(part, 1.0)) / SCALE_DELTA
     if actions:
         strength = max(strength, float(np.abs(a.expression[actions] - b.expression[actions]).max()) / ACTION_DELTA)
@@ -227,8 +229,9 @@ def appearance_change(task: str, part: str, a: BodyState, b: BodyState) -> float
     return float(_pairwise_appearance_change(task, part, [a, b])[0, 1])
 
 
-def _pairwise_change(part: str, states: list[BodyState]) -> np.ndarray:
-    """(N, N) part_change between every two states, vectorised (the same numbers as part_change)."""
+def _pairwise_change(part: str, states: list[BodyState], shown: tuple[str, ...] | None = None) -> np.ndarray:
+    """(N, N) part_change between every two states, vectorised (the same numbers as part_change);
+    `shown`: on those facial actions only (`_part_actions_and_bones`)."""
     n = len(states)
     scale = np.array([s.part_scale.get(part, 1.0) for s in states])
     strength = np.abs(scale[:, None] - scale[None, :]) / SCALE_DELTA
@@ -237,7 +240,7 @@ def _pairwise_change(part: str, states: list[BodyState]) -> np.ndarray:
         worn = [accessories.worn(s.accessories, slot) for s in states]
         differs = np.array([[worn[i] != worn[j] for j in range(n)] for i in range(n)], dtype=float)
         return np.maximum(strength, differs)
-    actions, bones = _part_actions_and_bones(part)
+    actions, bones = _part_actions_and_bones(part, shown)
     if actions:
         acts = np.stack([s.expression[actions] for s in states])
         strength = np.maximum(strength, np.abs(acts[:, None] - acts[None, :]).max(axis=2) / ACTION_DELTA)
@@ -248,13 +251,14 @@ def _pairwise_change(part: str, states: list[BodyState]) -> np.ndarray:
     return strength
 
 
-def _pairwise_rest_calmer(part: str, states: list[BodyState]) -> np.ndarray:
-    """(N, N) bool: the facial actions outside the part change less than the part's own do.
+def _pairwise_rest_calmer(part: str, states: list[BodyState], shown: tuple[str, ...] | None = None) -> np.ndarray:
+    """(N, N) bool: the facial actions outside the part change less than the part's own do
+    (both counted on the `shown` actions alone where given).
 
     Only for parts that have actions (the rest is measured on the actions the part lacks)."""
-    actions, _ = _part_actions_and_bones(part)
+    actions, _ = _part_actions_and_bones(part, shown)
     n = len(states)
-    rest = [i for i in range(states[0].expression.shape[0]) if i not in set(actions)]
+    rest = [i for i, name in enumerate(parts.FACIAL_ACTION_NAMES) if i not in set(actions) and (shown is None or name in shown)]
     if not actions or not rest:
         return np.ones((n, n), dtype=bool)
     expr = np.stack([s.expression for s in states])
@@ -358,16 +362,18 @@ def _task_of(modality: str, part: str, a: BodyState, b: BodyState, requested: st
     return requested
 
 
-def _static_pairs(part: str, trials: list[Trial], task: str | None = None) -> tuple[list[tuple[int, int]], np.ndarray]:
+def _static_pairs(part: str, trials: list[Trial], task: str | None = None,
+                  shown: tuple[str, ...] | None = None) -> tuple[list[tuple[int, int]], np.ndarray]:  # fmt: skip
     """Every (trial, frame) of one subject, and the index pairs where the part differs (the
     stronger half of them: part change at least the median of the qualifying pairs). For an
     accessory part and a requested task type, only pairs of that type (added, removed, replaced)
-    qualify, before the median is taken."""
+    qualify, before the median is taken. `shown`: the facial actions the modality can show
+    (`Modality.shown_actions`); the part's change and the rest's are counted on those."""
     index = [(t, f) for t, trial in enumerate(trials) for f in range(len(trial.frames))]
     states = [trials[t].frames[f].state for t, f in index]
     if task in APPEARANCE_TASK_TYPES:
         return index, _appearance_pairs(task, part, states)
-    strength = _pairwise_change(part, states)
+    strength = _pairwise_change(part, states, shown)
     ok = strength >= 1.0
     if part != "neck":
         ok &= _pairwise_head_turn(states) <= REST_POSE_MAX_RAD
@@ -378,7 +384,7 @@ def _static_pairs(part: str, trials: list[Trial], task: str | None = None) -> tu
         slot = accessories.slot_for_part(part)
         worn = [accessories.worn(s.accessories, slot) for s in states]
         ok &= np.array([[wa != wb and _transition(wa, wb) == task for wb in worn] for wa in worn])
-    ok &= _pairwise_rest_calmer(part, states)
+    ok &= _pairwise_rest_calmer(part, states, shown)
     np.fill_diagonal(ok, False)
     if ok.any():
         ok &= strength >= np.median(strength[ok])
@@ -460,7 +466,7 @@ def _task_pairs(modality: str, task: str, subject_id: str, part: str, grouped, c
             cache[ident] = [(ta, None, tb, None) for ta in range(n) for tb in range(n)
                             if ta != tb and _sequence_pair_ok(modality, part, task, subject_trials[ta], subject_trials[tb])]
         else:
-            index, pairs = _static_pairs(part, subject_trials, task)
+            index, pairs = _static_pairs(part, subject_trials, task, _modality(modality).shown_actions)
             cache[ident] = [(*index[int(i)], *index[int(j)]) for i, j in pairs]
     return cache[ident]
 
@@ -503,7 +509,7 @@ def _draw_any(modality, grouped, eligible, parts_list, pair_cache, rng):
             return None
         return subject_id, part, int(ta), None, int(tb), None
     if (subject_id, part, None) not in pair_cache:
-        pair_cache[subject_id, part, None] = _static_pairs(part, subject_trials)
+        pair_cache[subject_id, part, None] = _static_pairs(part, subject_trials, shown=_modality(modality).shown_actions)
     pair = _static_pair(*pair_cache[subject_id, part, None], rng)
     return None if pair is None else (subject_id, part, *pair)
 

@@ -90,6 +90,11 @@ class Modality(abc.ABC):
     # between them (and the accessories do not); "words", when what is said differs (a
     # representation that carries only words and voice).
     pairs_by: ClassVar[str] = "part"
+    # The facial actions a candidate of this modality can show (a picture read through a face
+    # detector does not show gaze or brows on bald skin), or None: all. A frame pair is an edit of
+    # a part only where these change (`edits.instances`): an edit the modality cannot show would
+    # make a row that grades noise.
+    shown_actions: ClassVar[tuple[str, ...] | None] = None
     # Files `read` takes (score's --modality default): ".glb", or "/frames.json" for a folder holding that file.
     suffixes: ClassVar[tuple[str, ...]] = ()
     order: ClassVar[int | None] = None  # position in listings; None sorts after numbered ones by name
@@ -200,6 +205,12 @@ class Modality(abc.ABC):
                 raise RegistrationError(f"{what} task_table: {err}") from None
         if self.pairs_by not in ("part", "words"):
             raise RegistrationError(f"{what}: pairs_by must be 'part' or 'words', got {self.pairs_by!r}")
+        if self.shown_actions is not None:
+            from maskscore_core.body.parts import FACIAL_ACTION_NAMES
+
+            unknown = sorted(set(self.shown_actions) - set(FACIAL_ACTION_NAMES))
+            if unknown or not self.shown_actions:
+                raise RegistrationError(f"{what}: shown_actions names no facial action or unknown ones: {unknown}")
         if not all(isinstance(s, str) and len(s) > 1 and s[0] in "./" for s in self.suffixes):
             raise RegistrationError(f"{what}: suffixes must be strings starting with '.' or '/', got {self.suffixes!r}")
         _check_options(self.options, what)

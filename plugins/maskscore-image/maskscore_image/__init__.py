@@ -67,11 +67,18 @@ def _pixels(asset):
 
 @hookimpl
 def register_modalities(register):
+    from maskscore_core.trials.landmark_fit import PIXEL_ACTIONS
+
+    # The facial actions a picture shows through the detector and the fit: those it fits
+    # (jaw, lips, lids) but the brows, which come back near 0 (see VISIBLE_PARTS). A frame pair
+    # is an image edit of the mouth or face only where these change: an edit made of gaze, cheeks
+    # or brows would make a row whose pictures barely differ, graded on the detector's noise.
+    shown = tuple(name for name in PIXEL_ACTIONS if not name.startswith("brow"))
     register(Image(
         name=MODALITY, table="ImageEditReward", suffixes=representation.SUFFIXES, error=ImageError,
         input_columns=(Column("input_image", "string", "path to frame A's picture (.png)"), CONDITIONING_IMAGE),
         candidate_column=Column("output_images", "list<string>", "paths to candidate pictures (.png, .jpg)"),
-        template="edit the {part} in the picture to match frame B", task_table=VISIBLE_PARTS,
+        template="edit the {part} in the picture to match frame B", task_table=VISIBLE_PARTS, shown_actions=shown,
         options=representation.ImageOptions,
     ))  # fmt: skip
 

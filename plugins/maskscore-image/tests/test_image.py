@@ -136,3 +136,24 @@ def test_head_motion_is_charged_past_the_references_reading_error(ctx):
         expected = head_motion.past_reading_error(without.distances["cons.head_motion"], error)
         assert with_error.distances["cons.head_motion"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
         assert with_error.consistency >= without.consistency
+
+
+def test_only_edits_a_picture_shows_are_drawn(tmp_path):
+    """The modality declares the facial actions a picture shows (`shown_actions`: the fit's, less
+    the brows): every built-in image instance changes its part by the draw's threshold in those,
+    and a build's configuration records them, so a build with other rules is not resumed into."""
+    from maskscore_core.dataset.plan import BuildConfig
+    from maskscore_core.dataset.runner import content_config
+    from maskscore_core.edits import instances as edits
+    from maskscore_core.trials.landmark_fit import PIXEL_ACTIONS
+
+    shown = plugins.modality(MODALITY).shown_actions
+    assert set(shown) < set(PIXEL_ACTIONS) and not any(name.startswith("brow") for name in shown)
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+
+    trials = generate_trials(AnnySourceConfig(seed=1, subjects=3, trials_per_subject=2, fps=25.0), tmp_path / "trials")
+    for instance in edits.make_instances(trials, MODALITY, np.random.default_rng(0), 5):
+        part = instance.instruction.part
+        assert edits.part_change(part, instance.a.state, instance.b.state, shown) >= 1.0, instance.key
+    config = content_config(BuildConfig(split="bench", out=tmp_path / "bench", modalities=(MODALITY,)))
+    assert config["shown_actions"] == {MODALITY: list(shown)}
