@@ -17,6 +17,7 @@ import attrs
 import pyarrow as pa
 
 from maskscore_core import vocab
+from maskscore_core.body.parts import FACIAL_ACTION_NAMES
 
 ARROW_TYPES = {
     "string": pa.string(),
@@ -206,8 +207,6 @@ class Modality(abc.ABC):
         if self.pairs_by not in ("part", "words"):
             raise RegistrationError(f"{what}: pairs_by must be 'part' or 'words', got {self.pairs_by!r}")
         if self.shown_actions is not None:
-            from maskscore_core.body.parts import FACIAL_ACTION_NAMES
-
             unknown = sorted(set(self.shown_actions) - set(FACIAL_ACTION_NAMES))
             if unknown or not self.shown_actions:
                 raise RegistrationError(f"{what}: shown_actions names no facial action or unknown ones: {unknown}")
