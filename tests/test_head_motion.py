@@ -152,12 +152,16 @@ def test_a_reading_error_is_measured_on_the_references_and_charged_past():
     a, b, b_turned, b_more = vertices(state(), state({"jawOpen": 0.6}), state({"jawOpen": 0.6}, head_yaw=np.radians(1.0)),
                                       state({"jawOpen": 0.6}, head_yaw=np.radians(3.0)))  # fmt: skip
     frame = head_motion.head_frame(a, "mouth")
-    assert head_motion.reading_error(frame, a, "mouth", [(b, b)]) == 0.0
-    one_degree = head_motion.align_and_measure(frame, b_turned)[1].size
-    assert head_motion.reading_error(frame, a, "mouth", [(b_turned, b)]) == pytest.approx(one_degree, rel=0.05)
+
+    def read(vertices_read):  # its move as `prepare` measures it, against the read frame A
+        return head_motion.align_and_measure(frame, vertices_read)[1]
+
+    assert head_motion.reading_error(a, "mouth", [(read(b), b)]) == 0.0
+    one_degree = read(b_turned).size
+    assert head_motion.reading_error(a, "mouth", [(read(b_turned), b)]) == pytest.approx(one_degree, rel=0.05)
     # read with 3 degrees where it holds 2: the same one-degree error, the larger of two references
     b_two = vertices(state({"jawOpen": 0.6}, head_yaw=np.radians(2.0)))[0]
-    assert head_motion.reading_error(frame, a, "mouth", [(b, b), (b_more, b_two)]) == pytest.approx(one_degree, rel=0.1)
+    assert head_motion.reading_error(a, "mouth", [(read(b), b), (read(b_more), b_two)]) == pytest.approx(one_degree, rel=0.1)
 
     past = head_motion.past_reading_error
     for distance in (0.0, 1e-4, 3e-3):

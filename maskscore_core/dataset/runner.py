@@ -57,7 +57,7 @@ def content_config(config: BuildConfig) -> dict:
     levels = {m: {d: {str(r): v for r, v in t.items()} for d, t in levels_for(m).items()} for m in config.modalities}
     content = {**config.content_config(), "scorer_config": scorer.as_dict() if scorer else None, "ladder_levels": levels}
     # Which frame pairs a modality draws depends on the actions it can show (`Modality.shown_actions`).
-    shown = {m: list(plugins.modality(m).shown_actions) for m in config.modalities if plugins.modality(m).shown_actions}
+    shown = {m: list(actions) for m in config.modalities if (actions := plugins.modality(m).shown_actions)}
     return {**content, "shown_actions": shown} if shown else content
 
 

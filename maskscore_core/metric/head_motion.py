@@ -222,15 +222,15 @@ def beyond(move: HeadMove, allowed: HeadMove | None) -> float:
     return _rms(move.shift - fraction * allowed.shift, move.weights)
 
 
-def reading_error(frame: HeadFrame, exact_a: np.ndarray, part: str | None, pairs) -> float:
+def reading_error(exact_a: np.ndarray, part: str | None, pairs) -> float:
     """How far a reading (pixels through a detector and a fit) puts a reference's head from where
-    it is: for each (read, exact) pair of vertices of one reference (frame B, the halfway mesh),
-    the RMS difference between its head's move read against the read frame A (`frame`) and its
-    exact move against the exact frame A; the largest. 0 where every reading is exact."""
+    it is: for each (read move, exact vertices) of one reference (frame B, the halfway mesh), its
+    head's move as read, measured against the read frame A (`align_and_measure`), less its exact
+    move against the exact frame A `exact_a`, RMS over the head's points; the largest. 0 where
+    every reading is exact."""
     exact_frame = head_frame(exact_a, part)
     error = 0.0
-    for read, exact in pairs:
-        read_move = align_and_measure(frame, read)[1]
+    for read_move, exact in pairs:
         exact_move = align_and_measure(exact_frame, exact)[1]
         error = max(error, _rms(read_move.shift - exact_move.shift, None))
     return error

@@ -406,19 +406,20 @@ class RenderCompare:
             lpips_b = pool.submit(self.lpips.features, _lpips_images([b.normals]))
             ssim_b = pool.submit(SsimReference, b.normals)
             # The halfway mesh calibrates instruction_following (module docstring).
+            middle_move = None  # its head's move, where it is given and aligned
             if halfway is None or halfway.vertices is None:
                 halfway, middle_vertices = Decoded(), 0.5 * (vertices_a + aligned)
                 middle_as_is = None
             else:
                 middle_vertices = middle_as_is = self.renderer.check(halfway.vertices, "the halfway reference")
                 if frame is not None:
-                    middle_vertices = head_motion.align_to_a(frame, middle_vertices)
+                    middle_vertices, middle_move = head_motion.align_and_measure(frame, middle_vertices)
             reading = 0.0
             if frame is not None and read_from is not None:
                 exact_a, exact_b, exact_half = (None if d is None else d.vertices for d in read_from)
-                pairs = [(vertices_b, exact_b)] + ([(middle_as_is, exact_half)] if middle_as_is is not None and exact_half is not None else [])
-                reading = head_motion.reading_error(frame, self.renderer.check(exact_a, "exact frame A"), part,
-                                                    [(r, self.renderer.check(e, "an exact reference")) for r, e in pairs])  # fmt: skip
+                pairs = [(b_move, exact_b)] + ([(middle_move, exact_half)] if middle_move is not None and exact_half is not None else [])
+                reading = head_motion.reading_error(self.renderer.check(exact_a, "exact frame A"), part,
+                                                    [(m, self.renderer.check(e, "an exact reference")) for m, e in pairs])  # fmt: skip
             middle = self._side(halfway, "the mesh halfway from A to B", framing, middle_vertices)
             lpips_middle = pool.submit(self.lpips.features, _lpips_images([middle.normals]))
             inside = parts.pixel_mask(a.render, part, True, region) | parts.pixel_mask(b.render, part, True, region)
