@@ -52,6 +52,8 @@ import resource
 import time
 from pathlib import Path
 
+import maskscore_core  # noqa: F401 - first: its malloc settings precede numpy's threads (allocator)
+
 import click
 import numpy as np
 

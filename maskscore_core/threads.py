@@ -23,6 +23,7 @@ import concurrent.futures
 import contextlib
 import functools
 import os
+import threading
 
 from threadpoolctl import ThreadpoolController
 
@@ -112,3 +113,21 @@ class OneThreadPool(concurrent.futures.ThreadPoolExecutor):
 
     def submit(self, fn, /, *args, **kwargs):  # `map` submits through here too
         return super().submit(_on_one_thread, fn, *args, **kwargs)
+
+
+_KEPT_POOLS: dict[tuple, OneThreadPool] = {}
+_KEPT_POOLS_LOCK = threading.Lock()
+
+
+def kept_pool(name: str) -> OneThreadPool:
+    """The process's one `OneThreadPool` named `name`, of `wanted()` threads, made on first use and
+    kept. Why kept: a pool made per call starts fresh threads every time, and each fresh thread
+    sets up its own allocator state (a glibc arena, AlexNet's scratch buffers) whose pages the
+    kernel faults in anew (docs/metric.md, "Page faults"). Keyed by process too: a forked child
+    inherits the pool object but not its threads."""
+    key = (os.getpid(), name, wanted())
+    with _KEPT_POOLS_LOCK:
+        pool = _KEPT_POOLS.get(key)
+        if pool is None:
+            pool = _KEPT_POOLS[key] = OneThreadPool(max_workers=key[2], thread_name_prefix=name)
+        return pool

@@ -10,14 +10,15 @@ import pytest
 from maskscore_core import allocator
 
 # A thread allocates, fills and frees a 24 MB buffer four times and prints the page faults each
-# round cost; with the thresholds raised first (by `keep_freed_buffers` itself, by making the
-# scorer, or by a build worker's start-up), rounds after the first reuse the freed block.
+# round cost; with the thresholds raised (by `keep_freed_buffers` itself, by importing
+# maskscore_core to make the scorer, or by a build worker's start-up), rounds after the first
+# reuse the freed block.
 # glibc's defaults give the first block back to the kernel (it was mmapped).
 PROBE = """
 import os, resource, sys, tempfile, threading
 import numpy as np
-from maskscore_core import allocator
-if sys.argv[1] == "keep":
+if sys.argv[1] == "keep":  # (importing maskscore_core at all keeps them: not in "default")
+    from maskscore_core import allocator
     assert allocator.keep_freed_buffers()
 elif sys.argv[1] == "scorer":
     from maskscore_core.metric.render_compare import RenderCompare
@@ -39,8 +40,33 @@ print(*faults)
 """
 
 
-def _faults(mode: str) -> list[int]:
-    out = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True, check=True).stdout
+# The scorer's pool threads: each round on a thread of its own, holding three 24 MB blocks at
+# once (more than one 64 MiB heap of a thread's own arena, which glibc unmaps once emptied,
+# whatever the thresholds). numpy is imported after maskscore_core ("import") or before it
+# ("late"), and starts its BLAS threads, which take arenas of their own.
+THREADS_PROBE = """
+import resource, sys, threading
+if sys.argv[1] == "import":
+    import maskscore_core
+import numpy as np
+if sys.argv[1] == "late":
+    import maskscore_core
+faults = []
+def one_round():
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    blocks = [np.ones(24 * 2**20 // 8) for _ in range(3)]
+    del blocks
+    faults.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before)
+for _ in range(4):
+    thread = threading.Thread(target=one_round)
+    thread.start()
+    thread.join()
+print(*faults)
+"""
+
+
+def _faults(mode: str, probe: str = PROBE) -> list[int]:
+    out = subprocess.run([sys.executable, "-c", probe, mode], capture_output=True, text=True, check=True).stdout
     return [int(x) for x in out.split()]
 
 
@@ -65,3 +91,14 @@ def test_the_scorer_and_a_build_worker_keep_freed_buffers(start):
     """Making the render-compare scorer (in any process) and a build worker's start-up both
     raise the thresholds."""
     assert max(_faults(start)[1:]) <= 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_importing_maskscore_first_lets_every_new_thread_reuse_freed_buffers():
+    """One arena for the process: a fresh thread's blocks come from the main heap, which keeps
+    what the thread before it freed. Without it (`default`), or once numpy's threads took arenas
+    first, some rounds fault all their pages in again."""
+    first, default = _faults("import", THREADS_PROBE), _faults("default", THREADS_PROBE)
+    assert first[0] >= 12  # the first round's blocks are fresh pages
+    assert max(first[1:]) <= 8  # every later thread reuses them
+    assert max(default[1:]) >= 12  # the default: a thread's arena heap was given back

@@ -72,3 +72,41 @@ def test_a_one_thread_pools_tasks_run_on_one_torch_thread_whatever_was_set_last(
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(previous)
+
+
+def test_the_kept_pool_is_one_per_process_name_and_count_and_keeps_its_threads(monkeypatch):
+    """Rows after rows run on the same few threads (fresh threads fault their allocator state
+    in anew); another thread count or name is another pool."""
+    import threading
+
+    monkeypatch.setenv(threads.ENV, "2")
+    pool = threads.kept_pool("test-kept")
+    assert threads.kept_pool("test-kept") is pool
+    assert threads.kept_pool("test-other") is not pool
+    seen = set()
+    for _ in range(5):  # five "rows", each a burst of tasks
+        seen |= set(pool.map(lambda _: threading.get_ident(), range(8)))
+    assert 1 <= len(seen) <= 2
+    monkeypatch.setenv(threads.ENV, "1")
+    assert threads.kept_pool("test-kept") is not pool
+
+
+def test_a_forked_child_gets_a_pool_of_its_own():
+    """The parent's pool object is inherited by a fork, its threads are not: the child's tasks run."""
+    import multiprocessing
+
+    threads.kept_pool("test-fork").submit(int).result()  # the parent's pool exists and ran
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as children:
+        result = children.apply_async(_sum_on_kept_pool).get(timeout=60)
+    assert result == 45
+
+
+def _sum_on_kept_pool() -> int:
+    return sum(threads.kept_pool("test-fork").map(int, range(10)))
+
+
+def test_the_scorer_shares_one_pool_across_rows():
+    from maskscore_core.metric import render_compare
+
+    assert render_compare._comparison_pool() is render_compare._comparison_pool()

@@ -788,8 +788,10 @@ def _ssim_mean_by_view(values: list) -> float:
 
 def _comparison_pool() -> threads.OneThreadPool:
     """The tasks of `RenderCompare.score` and `prepare` (`threads.wanted()` at once, one torch
-    thread each): faster than one after another or on two torch threads (docs/metric.md, "Speed")."""
-    return threads.OneThreadPool(max_workers=threads.wanted(), thread_name_prefix="maskscore-compare")
+    thread each): faster than one after another or on two torch threads (docs/metric.md, "Speed").
+    One pool for the process (`threads.kept_pool`): rows scored at once share it, and no task
+    waits on another, so they cannot block each other."""
+    return threads.kept_pool("maskscore-compare")
 
 
 def _masked_mean(values: np.ndarray, mask: np.ndarray | None) -> float:
