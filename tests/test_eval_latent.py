@@ -79,7 +79,7 @@ def test_the_look_vector_is_the_resolved_look():
     # the face's own light equal to the global one (direction of another length) is the same look
     same = attrs.evolve(look, part_light={"face": Light((0.0, 0.0, 1.0), 0.9, 0.2)})
     np.testing.assert_array_equal(latent_scorer.look_vector(look), latent_scorer.look_vector(same))
-    regions = len(appearance.PART_PRECEDENCE) + 1
+    regions = len(appearance.PART_PRECEDENCE)  # the parts but the oral cavity (no look parameter), and the skin
     vector = latent_scorer.look_vector(look)
     assert vector.shape == (regions * 8 + 3,)
     np.testing.assert_array_equal(vector[-3:], look.background)

@@ -82,9 +82,12 @@ def parameter_vectors(groups: list[tuple[BodyState, ...]]) -> list[np.ndarray]:
 def look_vector(look: Appearance) -> np.ndarray:
     """The look's parameters per region (module docstring): albedo (3), light direction (3, unit),
     intensity and ambient for each part of appearance.PART_PRECEDENCE and the skin, then the
-    backdrop colour (3)."""
+    backdrop colour (3). Not the oral cavity's: its colour is fixed and its light the mouth's, so
+    it is no parameter of a look."""
     rows = []
     for region in (*appearance.PART_PRECEDENCE, None):
+        if region == appearance.ORAL_CAVITY:
+            continue
         light = appearance.part_light(look, region)
         direction = np.asarray(light.direction, dtype=np.float64)
         rows.append(np.concatenate([

@@ -18,6 +18,9 @@ the body: skin, the global light). A part's albedo is `Appearance.albedo[part]` 
 the albedo of its nearest container that has one (`PART_CONTAINER`, as in
 `parts.declared_overlaps`), else x the skin. A part's
 light is `Appearance.part_light` of the part or of its nearest container, else the global light.
+The inside of the mouth (`ORAL_CAVITY`, the triangles `body.oral_cavity` finds) is a region of its
+own with a fixed dark colour: no light reaches it, and a model without shadows would light it
+like the lips.
 """
 
 from __future__ import annotations
@@ -30,8 +33,12 @@ from maskscore_core import vocab
 from maskscore_core.plugin.records import Appearance, Light
 from maskscore_core.body import parts
 
+# The inside of the mouth (`body.oral_cavity`): not a part one edits, a region shaded apart, dark
+# like a real mouth's inside, which no light reaches (this model casts no shadows).
+ORAL_CAVITY = "oral cavity"
 # Most specific first: a triangle takes the first part whose face mask holds it.
 PART_PRECEDENCE: tuple[str, ...] = (
+    ORAL_CAVITY,
     "irides",
     "eyelash",
     "eyebrow",
@@ -47,6 +54,7 @@ PART_PRECEDENCE: tuple[str, ...] = (
 )
 # The part that contains another (parts.declared_overlaps): albedo and light are inherited from it.
 PART_CONTAINER: dict[str, str] = {
+    ORAL_CAVITY: "mouth",
     "irides": "eyewhite",
     "eyewhite": "face",
     "eyelash": "face",
@@ -62,6 +70,7 @@ PART_TINT: dict[str, tuple[float, float, float]] = {
 }
 # Parts that are not skin have their own default colour (they do not follow a tan).
 PART_COLOUR: dict[str, tuple[float, float, float]] = {
+    ORAL_CAVITY: (0.12, 0.04, 0.04),
     "irides": (0.3, 0.2, 0.12),
     "eyewhite": (0.85, 0.82, 0.78),
     "eyelash": (0.1, 0.08, 0.07),
@@ -105,6 +114,14 @@ def part_light(appearance: Appearance, part: str | None) -> Light:
     return appearance.light
 
 
+def _face_mask(part: str) -> np.ndarray:
+    if part == ORAL_CAVITY:
+        from maskscore_core.body.oral_cavity import cavity_face_mask
+
+        return cavity_face_mask()
+    return parts.part_face_mask(part)
+
+
 @functools.cache
 def face_regions() -> np.ndarray:
     """(F,) index into PART_PRECEDENCE of each reference-mesh triangle's part, -1 for none."""
@@ -112,7 +129,7 @@ def face_regions() -> np.ndarray:
 
     regions = np.full(len(get_reference_mesh().faces), -1, dtype=np.int64)
     for index, part in reversed(list(enumerate(PART_PRECEDENCE))):  # the most specific part wins
-        regions[parts.part_face_mask(part)] = index
+        regions[_face_mask(part)] = index
     regions.flags.writeable = False
     return regions
 
@@ -122,18 +139,21 @@ def vertex_regions() -> np.ndarray:
     """(V,) index into PART_PRECEDENCE of each reference-mesh vertex's part, -1 for none."""
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
-    regions = np.full(get_reference_mesh().vertex_count, -1, dtype=np.int64)
+    reference = get_reference_mesh()
+    regions = np.full(reference.vertex_count, -1, dtype=np.int64)
     for index, part in reversed(list(enumerate(PART_PRECEDENCE))):
-        regions[parts.part_vertex_ids(part)] = index
+        ids = np.unique(reference.faces[_face_mask(part)]) if part == ORAL_CAVITY else parts.part_vertex_ids(part)
+        regions[ids] = index
     regions.flags.writeable = False
     return regions
 
 
-def _region_table(appearance: Appearance):
+def _region_table(appearance: Appearance, dark_cavity: bool = True):
     """Per region (PART_PRECEDENCE, then the body outside every part, at index -1): albedo (R, 3),
-    unit light direction (R, 3), intensity (R,), ambient (R,)."""
+    unit light direction (R, 3), intensity (R,), ambient (R,). dark_cavity False: the oral
+    cavity takes the mouth's albedo."""
     names = [*PART_PRECEDENCE, None]
-    albedo = np.stack([part_albedo(appearance, name) for name in names])
+    albedo = np.stack([part_albedo(appearance, "mouth" if name == ORAL_CAVITY and not dark_cavity else name) for name in names])
     lights = [part_light(appearance, name) for name in names]
     direction = np.array([light.direction for light in lights], dtype=np.float64)
     direction /= np.linalg.norm(direction, axis=1, keepdims=True)
@@ -148,8 +168,10 @@ def vertex_albedo(appearance: Appearance) -> np.ndarray:
     return albedo[vertex_regions()]
 
 
-def shade(render, appearance: Appearance) -> np.ndarray:
-    """(N, H, W, 3) float32 shaded picture of a `render.RenderResult` under `appearance`."""
+def shade(render, appearance: Appearance, *, dark_cavity: bool = True) -> np.ndarray:
+    """(N, H, W, 3) float32 shaded picture of a `render.RenderResult` under `appearance`.
+    dark_cavity False draws the inside of the mouth as the lips (the look before the oral cavity
+    was shaded apart), for `maskscore_face_landmarks.anchors`' tie at rest."""
     normals = np.asarray(render.normals, dtype=np.float64)
     coverage = np.asarray(render.coverage, dtype=bool)
     face_id = np.asarray(render.face_id)
@@ -164,7 +186,7 @@ def shade(render, appearance: Appearance) -> np.ndarray:
             f"face ids span {ids.min()}..{ids.max()} but the reference mesh has {len(regions)} faces:"
             " was it rendered from another mesh?"
         )
-    albedo, direction, intensity, ambient = _region_table(appearance)
+    albedo, direction, intensity, ambient = _region_table(appearance, dark_cavity)
     region = regions[ids]  # -1 (no part) indexes the last row: the body's skin and global light
     cosine = np.maximum(0.0, np.einsum("pc,pc->p", normals[coverage], direction[region]))
     radiance = albedo[region] * (ambient[region] + intensity[region] * cosine)[:, None]
@@ -174,10 +196,10 @@ def shade(render, appearance: Appearance) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def picture(render, appearance: Appearance, view: int = 0) -> np.ndarray:
+def picture(render, appearance: Appearance, view: int = 0, *, dark_cavity: bool = True) -> np.ndarray:
     """(H, W, 3) uint8 image of one view of `shade` (colours scaled to 0..255 and rounded), for
     video frames and source frames a person or an image model looks at."""
-    shaded = shade(render, appearance)
+    shaded = shade(render, appearance, dark_cavity=dark_cavity)
     if not 0 <= view < len(shaded):
         raise AppearanceShadingError(f"view {view} outside 0..{len(shaded) - 1}")
     return np.clip(np.rint(shaded[view].astype(np.float64) * 255.0), 0, 255).astype(np.uint8)

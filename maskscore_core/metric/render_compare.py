@@ -135,8 +135,10 @@ NO_ALIGN_PARTS = ("neck",)
 # references were read from pixels, that charge is what lies past the error the reading put on
 # their own heads (`head_motion.reading_error`, `past_reading_error`): a picture of the halfway
 # face read with the head a few millimetres off no longer loses more consistency than the
-# references' own reading error; scores of candidates decoded exactly unchanged.
-METRIC_VERSION = 11
+# references' own reading error; scores of candidates decoded exactly unchanged. 12: the inside of
+# the mouth is shaded dark (`appearance.ORAL_CAVITY`, `body.oral_cavity`), in the pictures the
+# pixel modalities read and in the appearance distances; scores without either unchanged.
+METRIC_VERSION = 12
 
 DIMENSION_PREFIX = {"instruction_following": "if", "consistency": "cons"}
 # distances["ref.<d>"] and ["half.<d>"]: d(A, B) and d(halfway, B) inside, what instruction_following

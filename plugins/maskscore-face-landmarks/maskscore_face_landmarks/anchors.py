@@ -5,7 +5,8 @@ and the two irises: what moves with the facial actions and the head. The face ov
 its points ride on the silhouette, so they slide over the surface as the head turns.
 
 The tie to the mesh is made once (`compute`): the default subject, neutral, is rendered from the
-front (0.6 m from the middle of its face, `pixels.face_centre`) at 512 px with the default look (`records.Appearance`), the detector runs on the picture,
+front (0.6 m from the middle of its face, `pixels.face_centre`) at 512 px with the default look (`records.Appearance`;
+the mouth's inside drawn as the lips, `compute`), the detector runs on the picture,
 and each point's ray meets the triangle the render shows there (`landmark_fit.anchors_from_render`).
 The result is committed as `anchors.json` (so every machine fits with the same anchors);
 `python -m maskscore_face_landmarks.anchors` writes it again and tests/test_anchors.py checks
@@ -72,7 +73,10 @@ def compute(detector=None) -> MeshAnchors:
     reference = get_reference_mesh()
     vertices = reference.vertices([BodyState()])[0]
     result = renderer.render(vertices)
-    picture = appearance.picture(result, Appearance())
+    # The inside of the mouth drawn as the lips: at rest, the first triangles of the oral cavity
+    # show through the lips' seam at the corners, and an inner lip point detected on them would be
+    # tied 10 cm deep, in the throat, rather than on the lip edge it follows.
+    picture = appearance.picture(result, Appearance(), dark_cavity=False)
     found = detector.detect(picture)
     names, indices = selection()
     return anchors_from_render(MEDIAPIPE_SCHEME, names, indices, found.points, result.face_id[0], renderer.poses[0],

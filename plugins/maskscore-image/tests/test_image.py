@@ -58,6 +58,22 @@ def test_decode_recovers_the_jaw_from_pixels(ctx):
     np.testing.assert_array_equal(again.vertices, decoded.vertices)  # deterministic: no random start
 
 
+def test_a_wider_open_mouth_reads_wider_open():
+    """The inside of an open mouth is drawn dark (`appearance.ORAL_CAVITY`), so the detector finds
+    the inner lip edge: jawOpen 0.2 / 0.5 / 0.8 read back within 0.1 and in order. Lit like the
+    lips, the widest read as about 0.6, no more than a half-open one."""
+    from maskscore_face_landmarks.pixels import picture
+    from maskscore_image.decode import fitter
+
+    jaw = get_body_model().action_index("jawOpen")
+    read = []
+    for value in (0.2, 0.5, 0.8):
+        state = face_state(jawOpen=value)
+        read.append(float(fitter().fit(picture(state, 448), state, f"jawOpen {value}").state.expression[jaw]))
+    assert read == sorted(read) and read[2] - read[1] > 0.15
+    np.testing.assert_allclose(read, [0.2, 0.5, 0.8], atol=0.1)
+
+
 def _decode(pixels, ctx, label="cand"):
     asset = Asset(modality=MODALITY, data=pixels, meta={"label": label})
     return plugins.call("decode_to_mesh", MODALITY, asset=asset, instance=_instance(), ctx=ctx)
