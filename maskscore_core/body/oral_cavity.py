@@ -21,6 +21,9 @@ import functools
 import numpy as np
 from numba import njit
 
+from maskscore_core.body import parts
+from maskscore_core.plugin.records import BodyState
+
 REACH_M = 0.12  # how far a ray looks for the mesh around it (the mouth is ~11 cm deep)
 HEMISPHERE_RAYS = 64
 ENCLOSED_SHARE = 0.5
@@ -104,9 +107,7 @@ def enclosed_vertices(vertices: np.ndarray, faces: np.ndarray, candidates: np.nd
 @functools.cache
 def cavity_face_mask() -> np.ndarray:
     """(F,) bool: the reference mesh's triangles inside the mouth (module docstring)."""
-    from maskscore_core.body import parts
     from maskscore_core.body.reference_mesh import get_reference_mesh
-    from maskscore_core.plugin.records import BodyState
 
     reference = get_reference_mesh()
     vertices = np.asarray(reference.vertices([BodyState()])[0], dtype=np.float64)[: reference.vertex_count]

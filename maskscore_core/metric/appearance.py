@@ -31,7 +31,7 @@ import numpy as np
 
 from maskscore_core import vocab
 from maskscore_core.plugin.records import Appearance, Light
-from maskscore_core.body import parts
+from maskscore_core.body import oral_cavity, parts
 
 # The inside of the mouth (`body.oral_cavity`): not a part one edits, a region shaded apart, dark
 # like a real mouth's inside, which no light reaches (this model casts no shadows).
@@ -116,9 +116,7 @@ def part_light(appearance: Appearance, part: str | None) -> Light:
 
 def _face_mask(part: str) -> np.ndarray:
     if part == ORAL_CAVITY:
-        from maskscore_core.body.oral_cavity import cavity_face_mask
-
-        return cavity_face_mask()
+        return oral_cavity.cavity_face_mask()
     return parts.part_face_mask(part)
 
 
