@@ -26,14 +26,13 @@ from maskscore_core.metric.render import get_renderer
 from maskscore_core.metric.views import ViewConfig
 from maskscore_core.metric import foreign_mesh
 from maskscore_core.metric.framing import Framing, row_framing
-from maskscore_core.metric.render import BACKGROUND_RGB, LIGHT_DIRECTION
+from maskscore_core.metric.render import BACKGROUND_RGB, LIGHT_DIRECTION, SKIN_RGB
 
 MASK_TINT = np.array([255, 64, 64], dtype=np.float64)
 MASK_ALPHA = 0.45
 CAPTION_LINES = 4
 LINE_HEIGHT = 12
 MARGIN = 6
-SKIN_RGB = np.array([224.0, 184.0, 160.0])  # Renderer.render_rgb's skin colour
 
 
 class ContactSheetError(RuntimeError):
@@ -61,7 +60,7 @@ def _mesh_tile(vertices: np.ndarray, part: str, resolution: int, framing: Framin
 def _foreign_tile(decoded: Decoded, resolution: int, framing: Framing | None = None) -> np.ndarray:
     """A mesh of its own topology (an image-to-3D model's output): its own triangles (not the ANNY
     fit the metric compares, `foreign_mesh.shown`), shaded as `Renderer.render_rgb` shades,
-    without a part tint (it has no part labels)."""
+    without a part tint or a dark inside of the mouth (it has no part labels)."""
     result = foreign_mesh.render(foreign_mesh.shown(decoded), _front_view(resolution), framing)
     shade = 0.15 + 0.85 * np.clip(np.abs(result.normals[0] @ LIGHT_DIRECTION), 0.0, 1.0)
     rgb = np.where(result.coverage[0][..., None], shade[..., None] * SKIN_RGB, BACKGROUND_RGB)

@@ -36,12 +36,16 @@ import attrs
 import numpy as np
 
 from maskscore_core import threads
+from maskscore_core.body import oral_cavity
+from maskscore_core.metric import appearance
 from maskscore_core.metric.views import CameraPose, ViewConfig, camera_poses, pixel_ray_directions
 
 LLVM_SEARCH_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/local/lib", "/usr/lib64")
 MIN_LLVM_MAJOR = 16
 
 BACKGROUND_RGB = np.array([40, 40, 48], dtype=np.uint8)
+SKIN_RGB = np.array([224.0, 184.0, 160.0])  # render_rgb's one albedo
+CAVITY_RGB = 255.0 * np.asarray(appearance.PART_COLOUR[appearance.ORAL_CAVITY])  # inside the mouth
 LIGHT_DIRECTION = np.array([0.3, 0.5, 0.8]) / np.linalg.norm([0.3, 0.5, 0.8])
 
 
@@ -314,7 +318,8 @@ class Renderer:
     def render_rgb(self, vertices: np.ndarray, width: int, height: int, view_index: int = 0) -> np.ndarray:
         """A plain shaded (H,W,3) uint8 picture of the mesh from view `view_index`, for video
         frames: Lambert shading of the shading normal under one fixed directional light
-        (LIGHT_DIRECTION, world space), grey-blue background. Deterministic."""
+        (LIGHT_DIRECTION, world space), skin-coloured but the inside of the mouth (dark),
+        grey-blue background. Deterministic."""
         if not 0 <= view_index < len(self.poses):
             raise ValueError(f"view_index {view_index} outside 0..{len(self.poses) - 1}")
         if width <= 0 or height <= 0:
@@ -331,9 +336,18 @@ class Renderer:
         result = scene.render(self.check(vertices))
         lambert = np.clip(np.abs(result.normals[0] @ LIGHT_DIRECTION), 0.0, 1.0)
         shade = 0.15 + 0.85 * lambert
-        skin = np.array([224.0, 184.0, 160.0])
-        rgb = np.where(result.coverage[0][..., None], shade[..., None] * skin, BACKGROUND_RGB)
+        # Skin everywhere but inside the mouth, which no light reaches (`appearance.ORAL_CAVITY`).
+        inside_mouth = _cavity_pixels(result.face_id[0], result.coverage[0])
+        albedo = np.where(inside_mouth[..., None], CAVITY_RGB, SKIN_RGB)
+        rgb = np.where(result.coverage[0][..., None], shade[..., None] * albedo, BACKGROUND_RGB)
         return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+
+
+def _cavity_pixels(face_id: np.ndarray, coverage: np.ndarray) -> np.ndarray:
+    """(H, W) bool: covered pixels that show a triangle of the oral cavity."""
+    cavity = oral_cavity.cavity_face_mask()
+    ids = np.where(coverage & (face_id >= 0) & (face_id < len(cavity)), face_id, 0)
+    return coverage & cavity[ids]
 
 
 _renderers: dict[ViewConfig, Renderer] = {}
