@@ -24,6 +24,8 @@ HEAVY = frozenset({
 LATE = {
     ("maskscore_core.vocab", "maskscore_core.plugin.manager"):
         "the registry imports vocab; check_modality asks the registry for the names plugins registered",
+    ("maskscore_core.body.oral_cavity", "maskscore_core.metric.render"):
+        "render draws the cavity dark, so it imports oral_cavity; only the rays that compute it again need its normals",
 }  # fmt: skip
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from maskscore_core.body import oral_cavity, parts
 from maskscore_core.body.reference_mesh import get_reference_mesh
 from maskscore_core.metric import appearance
+from maskscore_core.metric.render import vertex_normals
 from maskscore_core.plugin.records import Appearance, BodyState
 
 
@@ -23,7 +25,7 @@ def test_a_surface_the_mesh_closes_in_is_enclosed_and_an_open_one_is_not():
     cube; facing out, they see nothing; a flat sheet sees nothing either way."""
     everything = np.arange(8)
     corners, faces = _cube(inward=True)
-    normal = oral_cavity._vertex_normals(corners, faces)[0]
+    normal = vertex_normals(corners, faces)[0]
     assert normal @ (corners.mean(axis=0) - corners[0]) > 0  # this winding's normals face in
     assert list(oral_cavity.enclosed_vertices(corners, faces, everything)) == list(everything)
     corners, faces = _cube(inward=False)
@@ -76,4 +78,28 @@ def test_the_cavity_is_its_own_region_in_the_look_and_in_mesh_colours():
     assert np.array_equal(regions == cavity_region, oral_cavity.cavity_face_mask())
     colours = appearance.vertex_albedo(Appearance())
     faces = get_reference_mesh().faces[oral_cavity.cavity_face_mask()]
-    np.testing.assert_allclose(colours[np.unique(faces)], np.array(appearance.PART_COLOUR[appearance.ORAL_CAVITY])[None].repeat(len(np.unique(faces)), 0))
+    inside = colours[np.unique(faces)]
+    np.testing.assert_allclose(inside, np.broadcast_to(appearance.PART_COLOUR[appearance.ORAL_CAVITY], inside.shape))
+
+
+def test_the_committed_cavity_is_what_the_rays_find():
+    """The cavity is read from maskscore_core/data/oral_cavity.json (the rays take seconds);
+    computing it again gives the very same triangles."""
+    assert np.array_equal(oral_cavity.compute_face_mask(), oral_cavity.cavity_face_mask())
+
+
+def test_a_cavity_for_another_mesh_is_refused_by_name(tmp_path, monkeypatch):
+    import json
+    from importlib import resources
+
+    bad = tmp_path / "oral_cavity.json"
+    bad.write_text(json.dumps({"face_count": 12, "faces": [1, 2]}), encoding="utf-8")
+    real_files = resources.files
+    monkeypatch.setattr(oral_cavity.resources, "files", lambda package: tmp_path if package == "maskscore_core" else real_files(package))
+    monkeypatch.setattr(oral_cavity, "CAVITY_FILE", "oral_cavity.json")
+    oral_cavity.cavity_face_mask.cache_clear()
+    try:
+        with pytest.raises(oral_cavity.OralCavityError, match="oral_cavity.json: made for a mesh of 12 triangles"):
+            oral_cavity.cavity_face_mask()
+    finally:
+        oral_cavity.cavity_face_mask.cache_clear()

@@ -11,12 +11,18 @@ of the hemisphere above its surface is blocked by the mesh within REACH_M: rays 
 fixed directions (a Hammersley set, cosine-weighted) hit another triangle for more than
 ENCLOSED_SHARE of them. The lips' outer and inner faces see out (or across the lip seam); the
 floor, roof and throat do not. A triangle is in the cavity when all three of its vertices are.
-Computed once per process, in plain float64 arithmetic: the same triangles on every machine.
+The rays take seconds, so the result is committed (`maskscore_core/data/oral_cavity.json`, the
+triangles' indices) and read from there; `python -m maskscore_core.body.oral_cavity` computes it
+again (plain float64 arithmetic: the same triangles on every machine) and writes it, and
+tests/test_oral_cavity.py checks that a fresh computation still agrees with the file.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -73,17 +79,6 @@ def _blocked(origins, directions, triangles, reach):
     return out
 
 
-def _vertex_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Area-weighted vertex normals (unit)."""
-    corners = vertices[faces]
-    face_normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-    normals = np.zeros_like(vertices)
-    for k in range(3):
-        np.add.at(normals, faces[:, k], face_normals)
-    length = np.linalg.norm(normals, axis=1, keepdims=True)
-    return normals / np.where(length > 0.0, length, 1.0)
-
-
 def _frames(normals: np.ndarray) -> np.ndarray:
     """(P, 3, 3) rotations taking +z to each normal (rows: tangent, bitangent, normal)."""
     helper = np.where(np.abs(normals[:, :1]) < 0.9, np.array([[1.0, 0.0, 0.0]]), np.array([[0.0, 1.0, 0.0]]))
@@ -94,7 +89,9 @@ def _frames(normals: np.ndarray) -> np.ndarray:
 
 def enclosed_vertices(vertices: np.ndarray, faces: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """The `candidates` (vertex ids) whose surface the mesh closes in (module docstring)."""
-    normals = _vertex_normals(vertices, faces)[candidates]
+    from maskscore_core.metric.render import vertex_normals
+
+    normals = vertex_normals(vertices, faces)[candidates]
     centre = vertices[candidates].mean(axis=0)
     near = np.linalg.norm(vertices[faces].mean(axis=1) - centre, axis=1) < NEIGHBOURHOOD_M
     directions = np.einsum("dk,pkc->pdc", hemisphere_directions(HEMISPHERE_RAYS), _frames(normals))
@@ -104,9 +101,16 @@ def enclosed_vertices(vertices: np.ndarray, faces: np.ndarray, candidates: np.nd
     return candidates[blocked.mean(axis=1) > ENCLOSED_SHARE]
 
 
-@functools.cache
-def cavity_face_mask() -> np.ndarray:
-    """(F,) bool: the reference mesh's triangles inside the mouth (module docstring)."""
+CAVITY_FILE = "data/oral_cavity.json"  # in the maskscore_core package
+
+
+class OralCavityError(RuntimeError):
+    """The committed cavity is missing or does not fit the reference mesh."""
+
+
+def compute_face_mask() -> np.ndarray:
+    """(F,) bool: the reference mesh's triangles inside the mouth, found by the rays (module
+    docstring)."""
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
     reference = get_reference_mesh()
@@ -115,6 +119,36 @@ def cavity_face_mask() -> np.ndarray:
     mouth = parts.part_vertex_ids("mouth")
     inside = np.zeros(reference.vertex_count, dtype=bool)
     inside[enclosed_vertices(vertices, faces, mouth[mouth < reference.vertex_count])] = True
-    mask = inside[faces].all(axis=1)
+    return inside[faces].all(axis=1)
+
+
+@functools.cache
+def cavity_face_mask() -> np.ndarray:
+    """(F,) bool: the reference mesh's triangles inside the mouth, as committed (module docstring)."""
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+
+    face_count = len(get_reference_mesh().faces)
+    source = resources.files("maskscore_core").joinpath(CAVITY_FILE)
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+        ids = np.asarray(data["faces"], dtype=np.int64)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise OralCavityError(f"{source}: cannot read the committed oral cavity ({err})") from None
+    if data.get("face_count") != face_count or ids.size == 0 or ids.min() < 0 or ids.max() >= face_count:
+        raise OralCavityError(f"{source}: made for a mesh of {data.get('face_count')} triangles, the reference mesh has {face_count}")
+    mask = np.zeros(face_count, dtype=bool)
+    mask[ids] = True
     mask.flags.writeable = False
     return mask
+
+
+def write(mask: np.ndarray, path: Path | None = None) -> Path:
+    """Commit `mask` (what `compute_face_mask` gives) as the triangles' indices."""
+    path = Path(path) if path is not None else Path(str(resources.files("maskscore_core").joinpath(CAVITY_FILE)))
+    data = {"face_count": int(len(mask)), "faces": [int(i) for i in np.flatnonzero(mask)]}
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    print(write(compute_face_mask()))
