@@ -13,7 +13,7 @@ the camera centre (mm), and the largest action the case did not set ("spill").
     .venv/bin/python benchmarks/bench_landmark_fit.py --yaws 0 --sizes 192 --json out.json
     .venv/bin/python benchmarks/bench_landmark_fit.py --ladders 5 --seeds 0,1   # ladders through pixels
     .venv/bin/python benchmarks/bench_landmark_fit.py --ladders 1 --modalities video --frame-errors  # and the fit's
-                                                       # per-frame errors against the states that drew each rung
+                                                       # errors against the states that drew each rung (image too)
 """
 
 from __future__ import annotations
@@ -158,7 +158,8 @@ def ladders(count: int, workdir, seed: int = 0, trials_seed: int = 0, modalities
     of the same size. Each line: overall / instruction_following / consistency of rungs 1-5
     through pixels, overall of the same rungs as exact body states, and whether overall falls
     strictly down the rungs. only: instance numbers (1-based) to run, the others skipped. errors:
-    with video, also print each rung's per-frame fit errors against its drawn states (`frame_errors`)."""
+    also print each rung's fit errors against the states that drew it (video: per frame,
+    `frame_errors`; image: frames A and B too, `picture_errors`)."""
     import itertools
     from pathlib import Path
 
@@ -208,7 +209,16 @@ def ladders(count: int, workdir, seed: int = 0, trials_seed: int = 0, modalities
                         print(f"  {instance.key} rung {c.rung}: {frame_errors(clip, pixels[-1].asset.data, instance.a.state)}", flush=True)
             else:
                 pixels = candidates
-                exact = [Candidate(t.label, mesh.encode(t, ctx), t.rung) for t in build_ladder(instance)]
+                rungs = build_ladder(instance)
+                exact = [Candidate(t.label, mesh.encode(t, ctx), t.rung) for t in rungs]
+                if errors:
+                    from maskscore_face_landmarks.pixels import picture
+
+                    drawn = [(f"frame {w.upper()}", instance.frame(w).state, picture(instance.frame(w).state, size)) for w in "ab"]
+                    drawn_by = {t.rung: t.state for t in rungs}
+                    drawn += [(f"rung {c.rung}", drawn_by[c.rung], c.asset.data) for c in candidates]
+                    for text in picture_errors(instance, drawn):
+                        print(text, flush=True)
             name = f"{number} ({instance.instruction.part})"
             try:
                 overall, following, consistency = score(instance, pixels)
@@ -251,6 +261,33 @@ def clip_speed(frames: int = 5, size: int = 448) -> dict:
     return out
 
 
+def picture_errors(instance, pictures) -> list[str]:
+    """How far the image modality's reading of frame A, frame B and each rung's picture is from
+    the body state that drew it: the head's whole turn (Neck1 + Neck2 + Head, pitch and yaw,
+    radians, signed), jawOpen and the smile (mean of both sides), and the largest phenotype
+    change (the fit holds the phenotype near frame A's subject by a prior). pictures: (label,
+    state, pixels) triples."""
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.trials import landmark_fit as lf
+    from maskscore_image.decode import fit_frames
+
+    body = get_body_model()
+    chain = [body.bone_index(n) for n in lf.LINEAR_BONES]
+    jaw = body.action_index("jawOpen")
+    smile = [body.action_index("mouthSmileLeft"), body.action_index("mouthSmileRight")]
+    subject = instance.a.state.phenotype
+    lines = []
+    for label, state, pixels in pictures:
+        (fit,) = fit_frames([pixels], instance, [f"{label} of {instance.key}"])
+        turn = fit.state.pose[chain].sum(0) - state.pose[chain].sum(0)
+        moved = max(abs(fit.state.phenotype[k] - subject[k]) for k in subject)
+        lines.append(f"  {instance.key} {label}: pitch {turn[0]:+.3f} yaw {turn[1]:+.3f}"
+                     f" jaw {fit.state.expression[jaw] - state.expression[jaw]:+.2f}"
+                     f" smile {fit.state.expression[smile].mean() - state.expression[smile].mean():+.2f}"
+                     f" phenotype {moved:.3f} ({fit.mean_error_px:.2f} px)")  # fmt: skip
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--yaws", default="0,20,40", help="camera yaws around the head, degrees")
@@ -264,7 +301,8 @@ def main() -> int:
     parser.add_argument("--modalities", default="image,video", help="with --ladders: image, video or both")
     parser.add_argument("--size", type=int, default=448, help="with --ladders: picture and frame size, pixels")
     parser.add_argument("--only", default="", help="with --ladders: only these instance numbers (1-based, comma-separated)")
-    parser.add_argument("--frame-errors", action="store_true", help="with --ladders: per-frame fit errors of each video rung")
+    parser.add_argument("--frame-errors", action="store_true", help="with --ladders: each rung's fit errors against the"
+                        " states that drew it (image: frames A and B too; video: per frame)")
     args = parser.parse_args()
     if args.ladders:
         import tempfile

@@ -523,7 +523,10 @@ class FitConfig:
     bones: SOMA bones whose rotation is fitted. From face landmarks alone, the neck bones and the
     head bone are not separable (they all turn the head), so the default puts the whole head
     rotation on `Head`; the jaw is driven by the `jawOpen` action, not by the Jaw bone, unless
-    "Jaw" is listed. actions: the facial actions fitted (None: all 52); the others keep the
+    "Jaw" is listed. adam_steps: Adam steps on logits from the starting state (a first, rough
+    descent); lbfgs_steps / pose_lbfgs_steps: the most iterations of the last stages, which run
+    L-BFGS-B on the values themselves until a step no longer lowers the cost (`LBFGS_FTOL`;
+    `FitResult.converged` says whether they got there). actions: the facial actions fitted (None: all 52); the others keep the
     starting state's values. action_prior / rotation_prior: small L2 pulls towards neutral that
     keep actions no landmark sees (tongue, eye gaze) from drifting; action_sparsity: an L1 pull
     that settles antagonists (browDown against browOuterUp) at the smaller pair of values.
@@ -571,7 +574,7 @@ class FitConfig:
     symmetry_prior: float = 0.0
     pose_landmarks: tuple[str, ...] | None = None
     pose_rounds: int = 2
-    pose_lbfgs_steps: int = 30
+    pose_lbfgs_steps: int = 300
     rigid_weighed: tuple[str, ...] | None = None
     rigid_scale_px: float = 1.0
     hold_turn: bool = False
@@ -599,11 +602,12 @@ class FitResult:
     max_error_px: float
     evaluations: int = 0
     rigid_weight: float | None = None  # `weighed_fit`: the rigid fit's share
+    converged: bool = True  # every L-BFGS-B stage stopped by its stopping rule, not by `lbfgs_steps`
 
 
 # The fit of detected pixels (mediapipe-478 anchors): the visible actions only, with an L1 pull
 # that keeps antagonists from cancelling (values chosen on benchmarks/bench_landmark_fit.py).
-PIXEL_FIT = FitConfig(actions=PIXEL_ACTIONS, action_sparsity=3e-4, adam_steps=40, lbfgs_steps=100, linear=True,
+PIXEL_FIT = FitConfig(actions=PIXEL_ACTIONS, action_sparsity=3e-4, adam_steps=40, lbfgs_steps=1000, linear=True,
                       symmetry_prior=1e-2)  # fmt: skip
 # With the camera known (frames a renderer drew), where the head sits tells the neck's bend too:
 # one turn of the head is fitted and shared out over the neck's two bones and the head. The
@@ -664,7 +668,8 @@ def fit_views(
         rigid = _fit(views, camera_position, phenotype, attrs.evolve(plain, pose_landmarks=config.rigid_weighed), init, anchors)
         mixed = weighed_fit(joint, rigid, config.rigid_scale_px)
         held = _fit(views, mixed.camera_position, phenotype, attrs.evolve(plain, hold_turn=True), mixed.state, anchors)
-        return attrs.evolve(held, evaluations=mixed.evaluations + held.evaluations, rigid_weight=mixed.rigid_weight)
+        return attrs.evolve(held, evaluations=mixed.evaluations + held.evaluations, rigid_weight=mixed.rigid_weight,
+                            converged=joint.converged and rigid.converged and held.converged)  # fmt: skip
 
 
 def rigid_weight(joint: FitResult, rigid: FitResult, scale_px: float) -> float:
@@ -728,19 +733,44 @@ def _adam(params, config: "FitConfig", loss_fn) -> None:
         adam.step()
 
 
-def _lbfgs(params, steps: int, loss_fn) -> None:
-    if steps <= 0:
-        return
-    lbfgs = torch.optim.LBFGS(params, lr=1.0, max_iter=steps, tolerance_grad=1e-12, tolerance_change=1e-15,
-                              history_size=20, line_search_fn="strong_wolfe")  # fmt: skip
+# The last stage's stopping rule: a step that lowers the cost by less than this (the cost is
+# about 1e-3: landmark errors in units of the face's spread, squared), or a largest projected
+# gradient below LBFGS_GTOL. Stopped after a fixed count instead, where the fit stopped depended
+# on the path it took, and rounding alone changes the path (docs/landmark_fit.md).
+LBFGS_FTOL = 1e-14
+LBFGS_GTOL = 1e-10
 
-    def closure():
-        lbfgs.zero_grad()
+
+def _bounded_lbfgs(tensors: list[torch.Tensor], bounds, steps: int, loss_fn) -> bool:
+    """Minimise loss_fn() over `tensors` (leaves, changed in place) within `bounds` (one (low,
+    high) per element, None for no bound) by scipy's L-BFGS-B, for at most `steps` iterations.
+    True when it stopped by the stopping rule, not by the iteration count."""
+    from scipy.optimize import minimize
+
+    if steps <= 0 or not tensors:
+        return steps > 0 or not tensors
+    sizes = [t.numel() for t in tensors]
+
+    def assign(x: np.ndarray) -> None:
+        with torch.no_grad():
+            for t, chunk in zip(tensors, np.split(x, np.cumsum(sizes)[:-1])):
+                t.copy_(torch.from_numpy(chunk).view_as(t))
+
+    def cost(x: np.ndarray):
+        assign(x)
+        for t in tensors:
+            t.grad = None
         value = loss_fn()
         value.backward()
-        return value
+        return float(value.detach()), np.concatenate([t.grad.reshape(-1).numpy() for t in tensors])
 
-    lbfgs.step(closure)
+    start = np.concatenate([t.detach().reshape(-1).numpy() for t in tensors]).astype(np.float64)
+    low = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
+    high = np.array([np.inf if b[1] is None else b[1] for b in bounds])
+    found = minimize(cost, np.clip(start, low, high), jac=True, method="L-BFGS-B", bounds=bounds,
+                     options={"maxiter": steps, "maxfun": 4 * steps, "ftol": LBFGS_FTOL, "gtol": LBFGS_GTOL, "maxcor": 20})  # fmt: skip
+    assign(found.x)
+    return bool(found.success)
 
 
 def _response_terms(anchors: MeshAnchors, body, active, bone_ids, config):
@@ -788,19 +818,19 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
     base_pose = torch.as_tensor(init.pose, dtype=torch.float64)
     translation = torch.as_tensor(init.translation[None], dtype=torch.float64)
 
-    def actions_of(raw_a):
+    def actions_of(a):
         full = base_actions.clone()
-        full[active] = torch.sigmoid(raw_a)
+        full[active] = a
         return full
 
     response = _response_terms(anchors, body, active, bone_ids, config) if config.use_response and config.linear else None
 
-    def detector_shift(raw_a, rot):
+    def detector_shift(a, rot):
         """(K, 3) metres on the resting face: where the detector's points go beyond the anchors."""
         if response is None:
             return None
         action_rows, rotation_rows = response
-        shift = torch.einsum("a,akd->kd", torch.sigmoid(raw_a), action_rows)
+        shift = torch.einsum("a,akd->kd", a, action_rows)
         if rotation_rows is not None:  # the head's whole turn: the chain's rotations summed
             shift = shift + torch.einsum("c,ckd->kd", chain_rotations(rot).sum(dim=0), rotation_rows)
         return shift
@@ -816,26 +846,27 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
         pose[bone_ids] = bone_rotations(rot)
         return pose[chain_ids]
 
-    def phenotype_offset(raw_p):
+    def phenotype_offset(p):
         """(P,) the fitted phenotype minus the given one, or None when it is not fitted."""
         if not config.fit_phenotype:
             return None
-        return torch.sigmoid(raw_p) - torch.stack([pheno0[k][0] for k in body.phenotype_names])
+        return p - torch.stack([pheno0[k][0] for k in body.phenotype_names])
 
-    def points_of(raw_a, rot, raw_p):
+    def points_of(a, rot, p):
+        """(K, 3) anchor points of action values a, the fitted rotations and phenotype values p."""
         if config.linear:
-            return face.points(actions_of(raw_a), chain_rotations(rot), detector_shift(raw_a, rot), phenotype_offset(raw_p))
+            return face.points(actions_of(a), chain_rotations(rot), detector_shift(a, rot), phenotype_offset(p))
         pose = base_pose.clone()
         pose[bone_ids] = rot
         if config.fit_phenotype:
-            pheno = {k: torch.sigmoid(raw_p[i])[None] for i, k in enumerate(body.phenotype_names)}
-        else:  # exactly the given phenotype (a sigmoid could not reach 0 or 1)
+            pheno = {k: p[i][None] for i, k in enumerate(body.phenotype_names)}
+        else:  # exactly the given phenotype
             pheno = pheno0
-        return _anchor_points(body, pose[None], translation, pheno, actions_of(raw_a)[None], anchors)[0]
+        return _anchor_points(body, pose[None], translation, pheno, actions_of(a)[None], anchors)[0]
 
     first = views[0].view
     with torch.no_grad():
-        neutral = points_of(raw_actions, rotations, raw_pheno)
+        neutral = points_of(torch.sigmoid(raw_actions), rotations, torch.sigmoid(raw_pheno))
         spreads = [float(torch.linalg.norm(t - t.mean(0), dim=1).mean()) for t in target]
         if min(spreads) <= 0:
             raise LandmarkFitError("all landmarks lie on one pixel; cannot fit a face to them")
@@ -865,12 +896,10 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
 
     pose_weights = _pose_weights(anchors, config.pose_landmarks, len(views))
 
-    def loss_fn(with_actions: bool = True, weights=None, with_rotations: bool = True):
+    def value_loss(a, rot, p, weights=None):
+        """The fit's cost of action values a, head rotations rot and phenotype values p."""
         evaluations[0] += 1
-        raw_a = raw_actions if with_actions else raw_actions.detach()
-        rot = rotations if with_rotations else rotations.detach()
-        raw_p = raw_pheno if with_actions else raw_pheno.detach()
-        pts = points_of(raw_a, rot, raw_p)
+        pts = points_of(a, rot, p)
         cam = cam0 + cam_unit * cam_delta
         preds = []
         for item in views:
@@ -879,14 +908,20 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
             preds.append(item.view.project(pts, cam))
         squared = ((torch.stack(preds) - target) / scales).pow(2).sum(-1)
         residual = squared.mean() if weights is None else (squared * weights).sum() / weights.sum()
-        fitted = torch.sigmoid(raw_actions)
-        prior = config.action_prior * fitted.pow(2).sum() + config.action_sparsity * fitted.sum()
-        prior = prior + config.rotation_prior * rotations.pow(2).sum()
+        prior = config.action_prior * a.pow(2).sum() + config.action_sparsity * a.sum()
+        prior = prior + config.rotation_prior * rot.pow(2).sum()
         if config.fit_phenotype and config.phenotype_prior > 0:
-            prior = prior + config.phenotype_prior * phenotype_offset(raw_pheno).pow(2).sum()
+            prior = prior + config.phenotype_prior * phenotype_offset(p).pow(2).sum()
         if twins:
-            prior = prior + config.symmetry_prior * (fitted[twins[0]] - fitted[twins[1]]).pow(2).sum()
+            prior = prior + config.symmetry_prior * (a[twins[0]] - a[twins[1]]).pow(2).sum()
         return residual + prior
+
+    def loss_fn(with_actions: bool = True, weights=None, with_rotations: bool = True):
+        """value_loss through the Adam stages' parameters (actions and phenotype as logits)."""
+        raw_a = raw_actions if with_actions else raw_actions.detach()
+        raw_p = raw_pheno if with_actions else raw_pheno.detach()
+        rot = rotations if with_rotations else rotations.detach()
+        return value_loss(torch.sigmoid(raw_a), rot, torch.sigmoid(raw_p), weights)
 
     # Left/right twins among the fitted actions (positions in `active`), for the symmetry prior;
     # not mouthLeft/mouthRight, jawLeft/jawRight (opposite movements) nor gaze (eyes look one way).
@@ -908,36 +943,56 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
             loss_fn(with_actions=False, weights=pose_weights).backward()
             rigid.step()
 
+    # Stages 1-2 move logits (Adam); the last stage, run to convergence, moves the values
+    # themselves within their bounds (`_bounded_lbfgs`): an action at rest sits exactly on 0.
+    values = {"rotations": rotations, "camera": cam_delta}
+    converged = [True]
+
+    def to_values():
+        values["actions"] = torch.sigmoid(raw_actions).detach().requires_grad_(True)
+        values["phenotype"] = torch.sigmoid(raw_pheno).detach().requires_grad_(config.fit_phenotype)
+
+    def value_stage(free: list[str], steps: int, weights=None):
+        tensors = [values[name] for name in free if name != "camera" or not config.fix_camera]
+        tensors = [t for t in tensors if t.requires_grad]
+        bounds = [(0.0, 1.0) if name in ("actions", "phenotype") else (None, None)
+                  for name in free if name != "camera" or not config.fix_camera
+                  for _ in range(values[name].numel()) if values[name].requires_grad]  # fmt: skip
+        loss = functools.partial(lambda w: value_loss(values["actions"], values["rotations"], values["phenotype"], w), weights)
+        converged[0] &= _bounded_lbfgs(tensors, bounds, steps, loss)
+
+    face_names = ["actions", "phenotype"]
     if config.hold_turn:
-        face_loss = functools.partial(loss_fn, with_rotations=False)
-        _adam(face_params, config, face_loss)
-        _lbfgs(face_params, config.lbfgs_steps, face_loss)
+        _adam(face_params, config, functools.partial(loss_fn, with_rotations=False))
+        to_values()
+        value_stage(face_names, config.lbfgs_steps)
     elif pose_weights is None:
         rigid_stage()
         params = [raw_actions, rotations, *camera_params] + ([raw_pheno] if config.fit_phenotype else [])
         _adam(params, config, loss_fn)
-        _lbfgs(params, config.lbfgs_steps, loss_fn)
+        to_values()
+        value_stage(face_names + ["rotations", "camera"], config.lbfgs_steps)
     else:
         rigid_stage()
-        rigid_loss = functools.partial(loss_fn, with_actions=False, weights=pose_weights)
-        face_loss = functools.partial(loss_fn, with_rotations=False)
-        _lbfgs([rotations, *camera_params], config.pose_lbfgs_steps, rigid_loss)
-        _adam(face_params, config, face_loss)
+        to_values()
+        value_stage(["rotations", "camera"], config.pose_lbfgs_steps, pose_weights)
+        _adam(face_params, config, functools.partial(loss_fn, with_rotations=False))
+        to_values()
         for round_ in range(max(1, config.pose_rounds)):
             if round_:
-                _lbfgs([rotations, *camera_params], config.pose_lbfgs_steps, rigid_loss)
-            _lbfgs(face_params, config.lbfgs_steps, face_loss)
+                value_stage(["rotations", "camera"], config.pose_lbfgs_steps, pose_weights)
+            value_stage(face_names, config.lbfgs_steps)
 
     with torch.no_grad():
-        pts = points_of(raw_actions, rotations, raw_pheno)
+        pts = points_of(values["actions"], rotations, values["phenotype"])
         cam = cam0 + cam_unit * cam_delta
         pred = torch.stack([item.view.project(pts, cam) for item in views]).numpy()
         pose = init.pose.copy()
         pose[bone_ids] = bone_rotations(rotations).numpy()
-        pheno_out = {k: float(torch.sigmoid(raw_pheno[i])) for i, k in enumerate(body.phenotype_names)}
+        pheno_out = {k: float(values["phenotype"][i]) for i, k in enumerate(body.phenotype_names)}
         if not config.fit_phenotype:
             pheno_out = {k: float(pheno0[k][0]) for k in body.phenotype_names}
-        actions = np.clip(actions_of(raw_actions).numpy(), 0.0, 1.0)
+        actions = np.clip(actions_of(values["actions"]).numpy(), 0.0, 1.0)
     errors = np.linalg.norm(pred - target.numpy(), axis=-1)
     if not np.isfinite(errors).all():
         raise LandmarkFitError("the fit diverged (non-finite landmark projections)")
@@ -957,6 +1012,7 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
         mean_error_px=float(errors.mean()),
         max_error_px=float(errors.max()),
         evaluations=evaluations[0],
+        converged=converged[0],
     )
 
 
