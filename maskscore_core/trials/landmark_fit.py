@@ -526,8 +526,8 @@ class FitConfig:
     "Jaw" is listed. adam_steps: Adam steps on logits from the starting state (a first, rough
     descent); lbfgs_steps / pose_lbfgs_steps: the most iterations of the last stages, which run
     L-BFGS-B on the values themselves until a step no longer lowers the cost (`LBFGS_FTOL`;
-    `FitResult.converged` says whether they got there). actions: the facial actions fitted (None: all 52); the others keep the
-    starting state's values. action_prior / rotation_prior: small L2 pulls towards neutral that
+    `FitResult.converged` says whether they got there). actions: the facial actions fitted
+    (None: all 52); the others keep the starting state's values. action_prior / rotation_prior: small L2 pulls towards neutral that
     keep actions no landmark sees (tongue, eye gaze) from drifting; action_sparsity: an L1 pull
     that settles antagonists (browDown against browOuterUp) at the smaller pair of values.
     fix_camera: keep the rig origin where `camera_position` puts it (a known camera).
@@ -736,7 +736,8 @@ def _adam(params, config: "FitConfig", loss_fn) -> None:
 # The last stage's stopping rule: a step that lowers the cost by less than this (the cost is
 # about 1e-3: landmark errors in units of the face's spread, squared), or a largest projected
 # gradient below LBFGS_GTOL. Stopped after a fixed count instead, where the fit stopped depended
-# on the path it took, and rounding alone changes the path (docs/landmark_fit.md).
+# on the path it took, and rounding alone changes the path (plugins/maskscore-face-landmarks/README.md,
+# "Run to convergence").
 LBFGS_FTOL = 1e-14
 LBFGS_GTOL = 1e-10
 
@@ -747,8 +748,10 @@ def _bounded_lbfgs(tensors: list[torch.Tensor], bounds, steps: int, loss_fn) -> 
     True when it stopped by the stopping rule, not by the iteration count."""
     from scipy.optimize import minimize
 
-    if steps <= 0 or not tensors:
-        return steps > 0 or not tensors
+    if not tensors:
+        return True
+    if steps <= 0:
+        return False
     sizes = [t.numel() for t in tensors]
 
     def assign(x: np.ndarray) -> None:
@@ -765,9 +768,7 @@ def _bounded_lbfgs(tensors: list[torch.Tensor], bounds, steps: int, loss_fn) -> 
         return float(value.detach()), np.concatenate([t.grad.reshape(-1).numpy() for t in tensors])
 
     start = np.concatenate([t.detach().reshape(-1).numpy() for t in tensors]).astype(np.float64)
-    low = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
-    high = np.array([np.inf if b[1] is None else b[1] for b in bounds])
-    found = minimize(cost, np.clip(start, low, high), jac=True, method="L-BFGS-B", bounds=bounds,
+    found = minimize(cost, start, jac=True, method="L-BFGS-B", bounds=bounds,
                      options={"maxiter": steps, "maxfun": 4 * steps, "ftol": LBFGS_FTOL, "gtol": LBFGS_GTOL, "maxcor": 20})  # fmt: skip
     assign(found.x)
     return bool(found.success)
@@ -945,23 +946,25 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
 
     # Stages 1-2 move logits (Adam); the last stage, run to convergence, moves the values
     # themselves within their bounds (`_bounded_lbfgs`): an action at rest sits exactly on 0.
-    values = {"rotations": rotations, "camera": cam_delta}
-    converged = [True]
+    values = {"rotations": rotations, "camera": cam_delta}  # the camera is fitted where it requires grad
+    face_names = ["actions", "phenotype"]  # bounded to [0, 1]
+    converged = True
 
     def to_values():
         values["actions"] = torch.sigmoid(raw_actions).detach().requires_grad_(True)
         values["phenotype"] = torch.sigmoid(raw_pheno).detach().requires_grad_(config.fit_phenotype)
 
     def value_stage(free: list[str], steps: int, weights=None):
-        tensors = [values[name] for name in free if name != "camera" or not config.fix_camera]
-        tensors = [t for t in tensors if t.requires_grad]
-        bounds = [(0.0, 1.0) if name in ("actions", "phenotype") else (None, None)
-                  for name in free if name != "camera" or not config.fix_camera
-                  for _ in range(values[name].numel()) if values[name].requires_grad]  # fmt: skip
-        loss = functools.partial(lambda w: value_loss(values["actions"], values["rotations"], values["phenotype"], w), weights)
-        converged[0] &= _bounded_lbfgs(tensors, bounds, steps, loss)
+        nonlocal converged
+        tensors = [values[name] for name in free if values[name].requires_grad]
+        bounds = [(0.0, 1.0) if name in face_names else (None, None)
+                  for name in free if values[name].requires_grad for _ in range(values[name].numel())]  # fmt: skip
 
-    face_names = ["actions", "phenotype"]
+        def loss():
+            return value_loss(values["actions"], values["rotations"], values["phenotype"], weights)
+
+        converged = _bounded_lbfgs(tensors, bounds, steps, loss) and converged
+
     if config.hold_turn:
         _adam(face_params, config, functools.partial(loss_fn, with_rotations=False))
         to_values()
@@ -1012,7 +1015,7 @@ def _fit(views, camera_position, phenotype, config, init, anchors) -> FitResult:
         mean_error_px=float(errors.mean()),
         max_error_px=float(errors.max()),
         evaluations=evaluations[0],
-        converged=converged[0],
+        converged=converged,
     )
 
 
