@@ -14,6 +14,8 @@ the camera centre (mm), and the largest action the case did not set ("spill").
     .venv/bin/python benchmarks/bench_landmark_fit.py --ladders 5 --seeds 0,1   # ladders through pixels
     .venv/bin/python benchmarks/bench_landmark_fit.py --ladders 1 --modalities video --frame-errors  # and the fit's
                                                        # errors against the states that drew each rung (image too)
+    .venv/bin/python benchmarks/bench_landmark_fit.py --readback 0.5 --trial-seeds 0,1  # what each facial action,
+                                   # set alone, reads back as on each subject (the image modality's shown actions)
 """
 
 from __future__ import annotations
@@ -288,6 +290,56 @@ def picture_errors(instance, pictures) -> list[str]:
     return lines
 
 
+def action_groups() -> dict[str, tuple[str, ...]]:
+    """The fit's actions, a left/right pair as one (mouthLeft and mouthRight are two moves)."""
+    from maskscore_core.trials.landmark_fit import PIXEL_ACTIONS
+
+    groups: dict[str, tuple[str, ...]] = {}
+    for name in PIXEL_ACTIONS:
+        paired = name not in ("mouthLeft", "mouthRight") and name.endswith(("Left", "Right"))
+        key = name.removesuffix("Left").removesuffix("Right") if paired else name
+        groups[key] = groups.get(key, ()) + (name,)
+    return groups
+
+
+def readback(value: float, trial_seeds: list[int], size: int = 448) -> list[str]:
+    """Each action group set alone to `value` on each subject (the default one and those of the
+    built-in trials of `trial_seeds`, posed and shaded as their first frame), drawn as the image
+    modality's picture and read back through the detector and the fit: the mean read value of
+    the group. Lines of a markdown table; the last column: whether the image modality counts it
+    as shown (`maskscore_image.SHOWN_ACTIONS`)."""
+    import tempfile
+
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.plugin.testing import face_state
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+    from maskscore_face_landmarks.pixels import picture
+    from maskscore_image import SHOWN_ACTIONS
+    from maskscore_image.decode import fitter
+
+    body = get_body_model()
+    subjects = {"default": face_state()}
+    for seed in trial_seeds:
+        config = AnnySourceConfig(seed=seed, trials_per_subject=1)
+        for trial in generate_trials(config, tempfile.mkdtemp(prefix="readback-")):
+            subjects[f"{seed}/{trial.subject.subject_id}"] = trial.frames[0].state
+    lines = ["| action (set to %g) | " % value + " | ".join(subjects) + " | least | shown (image) |",
+             "|---" * (len(subjects) + 3) + "|"]  # fmt: skip
+    print("\n".join(lines), flush=True)
+    for group, names in action_groups().items():
+        read = []
+        for label, base in subjects.items():
+            expression = np.zeros(len(body.action_names))
+            expression[[body.action_index(n) for n in names]] = value
+            state = attrs.evolve(base, expression=expression)
+            fit = fitter().fit(picture(state, size), state, f"{group} on {label}")
+            read.append(float(np.mean([fit.state.expression[body.action_index(n)] for n in names])))
+        shown = "yes" if set(names) <= set(SHOWN_ACTIONS) else "-"
+        lines.append(f"| {group} | " + " | ".join(f"{r:.2f}" for r in read) + f" | {min(read):.2f} | {shown} |")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--yaws", default="0,20,40", help="camera yaws around the head, degrees")
@@ -303,7 +355,12 @@ def main() -> int:
     parser.add_argument("--only", default="", help="with --ladders: only these instance numbers (1-based, comma-separated)")
     parser.add_argument("--frame-errors", action="store_true", help="with --ladders: each rung's fit errors against the"
                         " states that drew it (image: frames A and B too; video: per frame)")
+    parser.add_argument("--readback", type=float, default=0.0, help="instead, what each facial action set alone to this"
+                        " value reads back as, on the default subject and those of --trial-seeds")  # fmt: skip
     args = parser.parse_args()
+    if args.readback:
+        readback(args.readback, [int(x) for x in args.trial_seeds.split(",")], args.size)
+        return 0
     if args.ladders:
         import tempfile
 

@@ -117,10 +117,10 @@ def test_instances_are_valid_same_subject_pairs(trials, modality):
 
 
 def test_a_modality_draws_only_edits_it_can_show():
-    """With `shown_actions`, a frame pair is an edit of a part only where those actions change:
-    a face edit made of gaze alone is no edit for a modality that cannot show gaze, and the
-    rest's calm is judged on the shown actions too. A name that is no facial action is refused
-    at registration."""
+    """With `shown_actions`, a frame pair is an edit of a part only where those actions change,
+    and every action the modality does not show, inside the part or out of it, changes less: a
+    face edit made of gaze alone is no edit for a modality that cannot show gaze, nor is a jaw
+    opening under a larger lip press. A name that is no facial action is refused at registration."""
     from maskscore_core.plugin.modality_kit import FileModality
     from maskscore_core.plugin.registration import Column, RegistrationError
 
@@ -134,9 +134,14 @@ def test_a_modality_draws_only_edits_it_can_show():
     assert (0, 1) in pairs(every)  # gaze alone: a face edit where everything shows
     assert (0, 1) not in pairs(seen) and (0, 2) in pairs(seen)
     assert edits.part_change("face", frames[0], frames[1]) >= 1.0 > edits.part_change("face", frames[0], frames[1], shown)
-    # the mouth's pair (1, 2) changes gaze (not the mouth's) as much as the jaw: the rest is calm
-    # where gaze is not shown, and not where it is
-    assert (1, 2) in pairs(edits._static_pairs("mouth", trial, shown=shown)[1])
+    # the jaw opens by 0.6 under a lip press of 0.7 the modality cannot show: a face edit where
+    # everything shows, none here
+    pressed = [_trial(subject, 0, "hello", [_state(), _state({"jawOpen": 0.6, "mouthPressLeft": 0.7, "mouthPressRight": 0.7})])]
+    assert pairs(edits._static_pairs("face", pressed)[1]) == {(0, 1)}
+    assert not len(edits._static_pairs("face", pressed, shown=shown)[1])
+    # the mouth's pair (1, 2) changes gaze (not the mouth's) as much as the jaw: the rest is not
+    # calmer, shown or not
+    assert (1, 2) not in pairs(edits._static_pairs("mouth", trial, shown=shown)[1])
     assert (1, 2) not in pairs(edits._static_pairs("mouth", trial)[1])
 
     class Picture(FileModality):

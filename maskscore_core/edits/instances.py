@@ -252,13 +252,17 @@ def _pairwise_change(part: str, states: list[BodyState], shown: tuple[str, ...] 
 
 
 def _pairwise_rest_calmer(part: str, states: list[BodyState], shown: tuple[str, ...] | None = None) -> np.ndarray:
-    """(N, N) bool: the facial actions outside the part change less than the part's own do
-    (both counted on the `shown` actions alone where given).
+    """(N, N) bool: every facial action the edit does not ask for changes less than the part's
+    own do. Not asked for: the actions outside the part, and where the modality shows only some
+    (`shown`), also the part's actions it does not show: a change the modality's candidates
+    cannot carry (a lip press under a picture's smile) would otherwise be graded as noise.
 
-    Only for parts that have actions (the rest is measured on the actions the part lacks)."""
+    Only for parts that have actions."""
     actions, _ = _part_actions_and_bones(part, shown)
     n = len(states)
-    rest = [i for i, name in enumerate(parts.FACIAL_ACTION_NAMES) if i not in set(actions) and (shown is None or name in shown)]
+    own_part = set(parts.part_actions(part))
+    rest = [i for i, name in enumerate(parts.FACIAL_ACTION_NAMES)
+            if i not in set(actions) and (shown is not None or name not in own_part)]  # fmt: skip
     if not actions or not rest:
         return np.ones((n, n), dtype=bool)
     expr = np.stack([s.expression for s in states])
@@ -368,7 +372,8 @@ def _static_pairs(part: str, trials: list[Trial], task: str | None = None,
     stronger half of them: part change at least the median of the qualifying pairs). For an
     accessory part and a requested task type, only pairs of that type (added, removed, replaced)
     qualify, before the median is taken. `shown`: the facial actions the modality can show
-    (`Modality.shown_actions`); the part's change and the rest's are counted on those."""
+    (`Modality.shown_actions`); the part's change is counted on those, and every other action
+    must change less (`_pairwise_rest_calmer`)."""
     index = [(t, f) for t, trial in enumerate(trials) for f in range(len(trial.frames))]
     states = [trials[t].frames[f].state for t, f in index]
     if task in APPEARANCE_TASK_TYPES:

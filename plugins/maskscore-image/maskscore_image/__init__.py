@@ -65,20 +65,21 @@ def _pixels(asset):
     return representation.as_rgb(asset.data, f"image asset {asset.path or asset.meta.get('label', '?')}")
 
 
+# The facial actions a picture shows: those the detector and the fit read back as themselves on
+# every subject measured (the table in README.md, from `bench_landmark_fit.py --readback`). A
+# frame pair is an image edit only where these change. The fit's other actions read back on some
+# faces and not on others, or on none: an edit made of them would make a row whose pictures
+# barely differ, graded on the detector's noise.
+SHOWN_ACTIONS: tuple[str, ...] = ("jawOpen", "mouthClose", "mouthSmileLeft", "mouthSmileRight")
+
+
 @hookimpl
 def register_modalities(register):
-    from maskscore_core.trials.landmark_fit import PIXEL_ACTIONS
-
-    # The facial actions a picture shows through the detector and the fit: those it fits
-    # (jaw, lips, lids) but the brows, which come back near 0 (see VISIBLE_PARTS). A frame pair
-    # is an image edit of the mouth or face only where these change: an edit made of gaze, cheeks
-    # or brows would make a row whose pictures barely differ, graded on the detector's noise.
-    shown = tuple(name for name in PIXEL_ACTIONS if not name.startswith("brow"))
     register(Image(
         name=MODALITY, table="ImageEditReward", suffixes=representation.SUFFIXES, error=ImageError,
         input_columns=(Column("input_image", "string", "path to frame A's picture (.png)"), CONDITIONING_IMAGE),
         candidate_column=Column("output_images", "list<string>", "paths to candidate pictures (.png, .jpg)"),
-        template="edit the {part} in the picture to match frame B", task_table=VISIBLE_PARTS, shown_actions=shown,
+        template="edit the {part} in the picture to match frame B", task_table=VISIBLE_PARTS, shown_actions=SHOWN_ACTIONS,
         options=representation.ImageOptions,
     ))  # fmt: skip
 

@@ -155,21 +155,60 @@ def test_head_motion_is_charged_past_the_references_reading_error(ctx):
 
 
 def test_only_edits_a_picture_shows_are_drawn(tmp_path):
-    """The modality declares the facial actions a picture shows (`shown_actions`: the fit's, less
-    the brows): every built-in image instance changes its part by the draw's threshold in those,
-    and a build's configuration records them, so a build with other rules is not resumed into."""
+    """The modality declares the facial actions a picture shows (`shown_actions`): every built-in
+    image instance changes its part by the draw's threshold in those, and a build's configuration
+    records them, so a build with other rules is not resumed into."""
     from maskscore_core.dataset.plan import BuildConfig
     from maskscore_core.dataset.runner import content_config
     from maskscore_core.edits import instances as edits
-    from maskscore_core.trials.landmark_fit import PIXEL_ACTIONS
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+    from maskscore_image import SHOWN_ACTIONS
 
     shown = plugins.modality(MODALITY).shown_actions
-    assert set(shown) < set(PIXEL_ACTIONS) and not any(name.startswith("brow") for name in shown)
-    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
-
+    assert shown == SHOWN_ACTIONS
     trials = generate_trials(AnnySourceConfig(seed=1, subjects=3, trials_per_subject=2, fps=25.0), tmp_path / "trials")
     for instance in edits.make_instances(trials, MODALITY, np.random.default_rng(0), 5):
         part = instance.instruction.part
         assert edits.part_change(part, instance.a.state, instance.b.state, shown) >= 1.0, instance.key
     config = content_config(BuildConfig(split="bench", out=tmp_path / "bench", modalities=(MODALITY,)))
     assert config["shown_actions"] == {MODALITY: list(shown)}
+
+
+def test_shown_actions_read_back_on_every_subject_and_the_others_do_not(tmp_path):
+    """Each facial action of the fit (a left/right pair as one), set alone to 0.5 on a subject and
+    drawn as the modality's picture, is read back through the detector and the fit. The shown
+    ones read at least 0.15 on the default subject and two subjects of the built-in trials; each
+    other one reads less than that on at least one of them, so the draw would make rows on
+    faces where the picture does not show the edit (the table for more subjects:
+    `bench_landmark_fit.py --readback 0.5 --trial-seeds 0,1`)."""
+    import attrs
+
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+    from maskscore_core.trials.landmark_fit import PIXEL_ACTIONS
+    from maskscore_face_landmarks.pixels import picture
+    from maskscore_image import SHOWN_ACTIONS
+    from maskscore_image.decode import fitter
+
+    body = get_body_model()
+    trials = {t.subject.subject_id: t for t in generate_trials(AnnySourceConfig(seed=1, trials_per_subject=1), tmp_path)}
+    subjects = {"default": face_state(), **{name: trials[name].frames[0].state for name in ("anny-s001", "anny-s002")}}
+    groups: dict[str, list[str]] = {}
+    for name in PIXEL_ACTIONS:
+        paired = name not in ("mouthLeft", "mouthRight") and name.endswith(("Left", "Right"))
+        groups.setdefault(name.removesuffix("Left").removesuffix("Right") if paired else name, []).append(name)
+
+    def reads(names, subject):
+        expression = np.zeros(len(body.action_names))
+        expression[[body.action_index(n) for n in names]] = 0.5
+        state = attrs.evolve(subjects[subject], expression=expression)
+        fit = fitter().fit(picture(state, 448), state, f"{names[0]} on {subject}")
+        return float(np.mean([fit.state.expression[body.action_index(n)] for n in names]))
+
+    assert {n for names in groups.values() for n in names} >= set(SHOWN_ACTIONS)
+    for group, names in groups.items():
+        if set(names) <= set(SHOWN_ACTIONS):
+            read = {subject: reads(names, subject) for subject in subjects}
+            assert min(read.values()) >= 0.15, (group, read)
+        else:
+            assert not set(names) & set(SHOWN_ACTIONS), group  # a pair is shown whole or not at all
+            assert any(reads(names, subject) < 0.15 for subject in subjects), group
