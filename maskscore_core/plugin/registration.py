@@ -93,8 +93,8 @@ class Modality(abc.ABC):
     pairs_by: ClassVar[str] = "part"
     # The facial actions a candidate of this modality can show (a picture read through a face
     # detector does not show gaze or brows on bald skin), or None: all. A frame pair is an edit of
-    # a part only where these change (`edits.instances`): an edit the modality cannot show would
-    # make a row that grades noise.
+    # a part only where these change, and every other action changes less (`edits.instances`):
+    # an edit the modality cannot show would make a row that grades noise.
     shown_actions: ClassVar[tuple[str, ...] | None] = None
     # Files `read` takes (score's --modality default): ".glb", or "/frames.json" for a folder holding that file.
     suffixes: ClassVar[tuple[str, ...]] = ()
