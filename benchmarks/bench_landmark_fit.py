@@ -310,6 +310,7 @@ def readback(value: float, trial_seeds: list[int], size: int = 448) -> list[str]
     as shown (`maskscore_image.SHOWN_ACTIONS`)."""
     import tempfile
 
+    from maskscore_core.body import accessories
     from maskscore_core.body.anny_model import get_body_model
     from maskscore_core.plugin.testing import face_state
     from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
@@ -322,7 +323,9 @@ def readback(value: float, trial_seeds: list[int], size: int = 448) -> list[str]
     for seed in trial_seeds:
         config = AnnySourceConfig(seed=seed, trials_per_subject=1)
         for trial in generate_trials(config, tempfile.mkdtemp(prefix="readback-")):
-            subjects[f"{seed}/{trial.subject.subject_id}"] = trial.frames[0].state
+            state = trial.frames[0].state
+            glasses = accessories.worn(state.accessories, "glasses")  # rims hide the lids from the detector
+            subjects[f"{seed}/{trial.subject.subject_id}" + (f" ({glasses})" if glasses else "")] = state
     lines = ["| action (set to %g) | " % value + " | ".join(subjects) + " | least | shown (image) |",
              "|---" * (len(subjects) + 3) + "|"]  # fmt: skip
     print("\n".join(lines), flush=True)
