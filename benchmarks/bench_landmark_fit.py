@@ -290,35 +290,19 @@ def picture_errors(instance, pictures) -> list[str]:
     return lines
 
 
-def action_groups() -> dict[str, tuple[str, ...]]:
-    """The fit's actions, a left/right pair as one (mouthLeft and mouthRight are two moves)."""
-    from maskscore_core.trials.landmark_fit import PIXEL_ACTIONS
-
-    groups: dict[str, tuple[str, ...]] = {}
-    for name in PIXEL_ACTIONS:
-        paired = name not in ("mouthLeft", "mouthRight") and name.endswith(("Left", "Right"))
-        key = name.removesuffix("Left").removesuffix("Right") if paired else name
-        groups[key] = groups.get(key, ()) + (name,)
-    return groups
-
-
 def readback(value: float, trial_seeds: list[int], size: int = 448) -> list[str]:
     """Each action group set alone to `value` on each subject (the default one and those of the
     built-in trials of `trial_seeds`, posed and shaded as their first frame), drawn as the image
     modality's picture and read back through the detector and the fit: the mean read value of
     the group. Lines of a markdown table; the last column: whether the image modality counts it
-    as shown (`maskscore_image.SHOWN_ACTIONS`)."""
+    as shown (`maskscore_image.SHOWN_ACTIONS`; `maskscore_image.shown.read_back`)."""
     import tempfile
 
     from maskscore_core.body import accessories
-    from maskscore_core.body.anny_model import get_body_model
     from maskscore_core.plugin.testing import face_state
     from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
-    from maskscore_face_landmarks.pixels import picture
-    from maskscore_image import SHOWN_ACTIONS
-    from maskscore_image.decode import fitter
+    from maskscore_image.shown import SHOWN_ACTIONS, action_groups, read_back
 
-    body = get_body_model()
     subjects = {"default": face_state()}
     for seed in trial_seeds:
         config = AnnySourceConfig(seed=seed, trials_per_subject=1)
@@ -330,13 +314,7 @@ def readback(value: float, trial_seeds: list[int], size: int = 448) -> list[str]
              "|---" * (len(subjects) + 3) + "|"]  # fmt: skip
     print("\n".join(lines), flush=True)
     for group, names in action_groups().items():
-        read = []
-        for label, base in subjects.items():
-            expression = np.zeros(len(body.action_names))
-            expression[[body.action_index(n) for n in names]] = value
-            state = attrs.evolve(base, expression=expression)
-            fit = fitter().fit(picture(state, size), state, f"{group} on {label}")
-            read.append(float(np.mean([fit.state.expression[body.action_index(n)] for n in names])))
+        read = [read_back(names, base, value, size, f"{group} on {label}") for label, base in subjects.items()]
         shown = "yes" if set(names) <= set(SHOWN_ACTIONS) else "-"
         lines.append(f"| {group} | " + " | ".join(f"{r:.2f}" for r in read) + f" | {min(read):.2f} | {shown} |")
         print(lines[-1], flush=True)

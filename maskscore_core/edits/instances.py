@@ -260,9 +260,8 @@ def _pairwise_rest_calmer(part: str, states: list[BodyState], shown: tuple[str, 
     Only for parts that have actions."""
     actions, _ = _part_actions_and_bones(part, shown)
     n = len(states)
-    own_part = set(parts.part_actions(part))
-    rest = [i for i, name in enumerate(parts.FACIAL_ACTION_NAMES)
-            if i not in set(actions) and (shown is not None or name not in own_part)]  # fmt: skip
+    asked = set(actions)  # the part's actions, the shown ones alone where `shown` is given
+    rest = [i for i in range(len(parts.FACIAL_ACTION_NAMES)) if i not in asked]
     if not actions or not rest:
         return np.ones((n, n), dtype=bool)
     expr = np.stack([s.expression for s in states])

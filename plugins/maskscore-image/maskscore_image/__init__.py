@@ -12,6 +12,7 @@ from maskscore_core.plugin.registration import CONDITIONING_IMAGE
 from . import representation
 from .decode import decode_frames
 from .representation import MODALITY, ImageError
+from .shown import SHOWN_ACTIONS
 
 # What the face-landmark detector reads back (jaw, lips, lids, the head's pose), and the
 # detector's points each part is read from (mediapipe Face Mesh indices; the neck: the whole
@@ -63,14 +64,6 @@ def _pixels(asset):
     if asset.data is None:
         raise ImageError(f"image asset {asset.path or asset.meta.get('label', '?')!r} holds no pixels")
     return representation.as_rgb(asset.data, f"image asset {asset.path or asset.meta.get('label', '?')}")
-
-
-# The facial actions a picture shows: those the detector and the fit read back as themselves on
-# every subject measured (the table in README.md, from `bench_landmark_fit.py --readback`). A
-# frame pair is an image edit only where these change. The fit's other actions read back on some
-# faces and not on others, or on none: an edit made of them would make a row whose pictures
-# barely differ, graded on the detector's noise.
-SHOWN_ACTIONS: tuple[str, ...] = ("jawOpen", "mouthClose", "mouthSmileLeft", "mouthSmileRight")
 
 
 @hookimpl

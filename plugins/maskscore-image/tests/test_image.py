@@ -181,28 +181,15 @@ def test_shown_actions_read_back_on_every_subject_and_the_others_do_not(tmp_path
     other one reads less than that on at least one of them, so the draw would make rows on
     faces where the picture does not show the edit (the table for more subjects:
     `bench_landmark_fit.py --readback 0.5 --trial-seeds 0,1`)."""
-    import attrs
-
     from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
-    from maskscore_core.trials.landmark_fit import PIXEL_ACTIONS
-    from maskscore_face_landmarks.pixels import picture
-    from maskscore_image import SHOWN_ACTIONS
-    from maskscore_image.decode import fitter
+    from maskscore_image.shown import SHOWN_ACTIONS, action_groups, read_back
 
-    body = get_body_model()
     trials = {t.subject.subject_id: t for t in generate_trials(AnnySourceConfig(seed=1, trials_per_subject=1), tmp_path)}
     subjects = {"default": face_state(), **{name: trials[name].frames[0].state for name in ("anny-s001", "anny-s002")}}
-    groups: dict[str, list[str]] = {}
-    for name in PIXEL_ACTIONS:
-        paired = name not in ("mouthLeft", "mouthRight") and name.endswith(("Left", "Right"))
-        groups.setdefault(name.removesuffix("Left").removesuffix("Right") if paired else name, []).append(name)
+    groups = action_groups()
 
     def reads(names, subject):
-        expression = np.zeros(len(body.action_names))
-        expression[[body.action_index(n) for n in names]] = 0.5
-        state = attrs.evolve(subjects[subject], expression=expression)
-        fit = fitter().fit(picture(state, 448), state, f"{names[0]} on {subject}")
-        return float(np.mean([fit.state.expression[body.action_index(n)] for n in names]))
+        return read_back(names, subjects[subject], 0.5, 448, f"{names[0]} on {subject}")
 
     assert {n for names in groups.values() for n in names} >= set(SHOWN_ACTIONS)
     for group, names in groups.items():
