@@ -16,6 +16,8 @@ the camera centre (mm), and the largest action the case did not set ("spill").
                                                        # errors against the states that drew each rung (image too)
     .venv/bin/python benchmarks/bench_landmark_fit.py --readback 0.5 --trial-seeds 0,1  # what each facial action,
                                    # set alone, reads back as on each subject (the image modality's shown actions)
+    .venv/bin/python benchmarks/bench_landmark_fit.py --builds --trial-seeds 0,1  # whose build a picture of one
+                                   # subject decodes to, read as an edit of another (landmarks alone, outline)
 """
 
 from __future__ import annotations
@@ -263,6 +265,89 @@ def clip_speed(frames: int = 5, size: int = 448) -> dict:
     return out
 
 
+def builds(trial_seeds: list[int], size: int = 448) -> list[str]:
+    """Whose build a picture decodes to. For every ordered pair of subjects of the built-in trials
+    of each seed (first frames), the picture of subject "shown" is decoded as an edit of subject
+    "asked" (frame A's), with the landmarks alone (their prior holds the asked build) and with the
+    build read from the outline (`maskscore_face_landmarks.silhouette`, the image modality's
+    reading). Each cell: the decoded mesh's mean distance (mm, ANNY's vertices) to the shown and to
+    the asked subject's build, both in the decoded pose and expression; how far (px) the asked
+    build's outline lies from the picture's (`silhouette.outline_distance`: above
+    `SilhouetteFit.same_build` picture widths the outline decides the build); the time per picture."""
+    import tempfile
+
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+    from maskscore_face_landmarks.pixels import PixelFitter, default_segmenter, picture
+    from maskscore_face_landmarks.silhouette import SilhouetteFit, outline_distance, outline_state
+
+    mesh = get_reference_mesh()
+    count = mesh.anny_vertex_count
+    fitters = {"landmarks": PixelFitter(), "outline": PixelFitter(silhouette=SilhouetteFit())}
+
+    def distance(state, phenotype):
+        found, other = mesh.vertices([state, attrs.evolve(state, phenotype=dict(phenotype))])
+        return 1000.0 * float(np.linalg.norm(found[:count] - other[:count], axis=1).mean())
+
+    lines = ["| trials | shown | asked | asked build's outline px | landmarks: to shown / to asked mm | outline: to shown / to asked mm |"
+             " reads as (landmarks, outline) | ms (landmarks, outline) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    print("\n".join(lines), flush=True)
+    for seed in trial_seeds:
+        trials = generate_trials(AnnySourceConfig(seed=seed, trials_per_subject=1), tempfile.mkdtemp(prefix="builds-"))
+        subjects = {trial.subject.subject_id: trial.frames[0].state for trial in trials}
+        for shown, state in subjects.items():
+            pixels = picture(state, size)
+            for asked, subject in subjects.items():
+                cells, reads, times = [], [], []
+                for name, fitter in fitters.items():
+                    start = time.perf_counter()
+                    fit = fitter.fit(pixels, subject, f"{shown}'s picture as {asked}")
+                    times.append(1000.0 * (time.perf_counter() - start))
+                    if name == "landmarks":
+                        asked_px = outline_distance(default_segmenter().mask(pixels), outline_state(fit.state, subject, fitter.config.bones))
+                    near, far = distance(fit.state, state.phenotype), distance(fit.state, subject.phenotype)
+                    cells.append(f"{near:.1f} / {far:.1f}")
+                    reads.append("-" if shown == asked else ("shown" if near < far else "asked"))
+                lines.append(f"| {seed} | {shown} | {asked} | {asked_px:.2f} | {cells[0]} | {cells[1]} | {', '.join(reads)} | {times[0]:.0f}, {times[1]:.0f} |")
+                print(lines[-1], flush=True)
+    return lines
+
+
+def picture_speed(size: int = 448, repeats: int = 3) -> dict:
+    """Detect + fit time per picture as the image modality reads it (median of `repeats`), in one
+    run: a picture of the subject read with the landmarks alone and with the outline check
+    (`silhouette.py` step 1), and a picture of another subject, which the outline check sends on
+    to the build's fit and a second face fit (step 2). Subjects: the two of the built-in trials
+    (seed 0) whose builds differ most, as their first frames."""
+    import tempfile
+
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+    from maskscore_face_landmarks.pixels import PixelFitter, picture
+    from maskscore_face_landmarks.silhouette import SilhouetteFit
+
+    states = [t.frames[0].state for t in generate_trials(AnnySourceConfig(seed=0, trials_per_subject=1), tempfile.mkdtemp(prefix="speed-"))]
+    subject, other = max(((a, b) for i, a in enumerate(states) for b in states[i + 1:]),
+                         key=lambda p: sum(abs(p[0].phenotype[k] - p[1].phenotype[k]) for k in p[0].phenotype))  # fmt: skip
+    own, theirs = picture(subject, size), picture(other, size)
+    plain, outlined = PixelFitter(), PixelFitter(silhouette=SilhouetteFit())
+    plain.fit(own, subject, "warm-up")
+    outlined.fit(own, subject, "warm-up")  # the neutral detection and the segmenter, outside the timing
+
+    def timed(fitter, pixels):
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fitter.fit(pixels, subject, "speed picture")
+            runs.append(1000.0 * (time.perf_counter() - start))
+        return float(np.median(runs))
+
+    out = {"picture_size_px": size, "picture_landmarks_ms": timed(plain, own), "picture_outline_check_ms": timed(outlined, own),
+           "picture_other_subject_ms": timed(outlined, theirs)}  # fmt: skip
+    out["picture_check_over_landmarks"] = out["picture_outline_check_ms"] / out["picture_landmarks_ms"]
+    out["picture_other_over_landmarks"] = out["picture_other_subject_ms"] / out["picture_landmarks_ms"]
+    return out
+
+
 def picture_errors(instance, pictures) -> list[str]:
     """How far the image modality's reading of frame A, frame B and each rung's picture is from
     the body state that drew it: the head's whole turn (Neck1 + Neck2 + Head, pitch and yaw,
@@ -338,7 +423,12 @@ def main() -> int:
                         " states that drew it (image: frames A and B too; video: per frame)")
     parser.add_argument("--readback", type=float, default=0.0, help="instead, what each facial action set alone to this"
                         " value reads back as, on the default subject and those of --trial-seeds")  # fmt: skip
+    parser.add_argument("--builds", action="store_true", help="instead, whose build each picture of a built-in subject"
+                        " decodes to when read as an edit of each other subject of --trial-seeds")  # fmt: skip
     args = parser.parse_args()
+    if args.builds:
+        builds([int(x) for x in args.trial_seeds.split(",")], args.size)
+        return 0
     if args.readback:
         readback(args.readback, [int(x) for x in args.trial_seeds.split(",")], args.size)
         return 0
@@ -381,6 +471,11 @@ def main() -> int:
         "config": attrs.asdict(config),
     }
     print(f"detect + fit per frame: {speed['detect_ms_median']:.0f} ms + {speed['fit_ms_median']:.0f} ms (medians over {len(timed)} frames)")
+    speed.update(picture_speed())
+    print(f"a picture, detect + fit (the image modality): {speed['picture_landmarks_ms']:.0f} ms with the landmarks alone,"
+          f" {speed['picture_outline_check_ms']:.0f} ms with the outline check ({speed['picture_check_over_landmarks']:.2f} x);"
+          f" another subject's picture, outline fit and a second face fit: {speed['picture_other_subject_ms']:.0f} ms"
+          f" ({speed['picture_other_over_landmarks']:.2f} x; {speed['picture_size_px']} px)")  # fmt: skip
     speed.update(clip_speed())
     print(f"a pixel clip's frames, detect + fit: {speed['clip_weighed_ms_per_frame']:.0f} ms weighed (the video modality),"
           f" {speed['clip_joint_ms_per_frame']:.0f} ms joint alone: {speed['clip_weighed_over_joint']:.2f} x"

@@ -26,6 +26,8 @@ import numpy as np
 from maskscore_core.plugin.records import Appearance, BodyState
 from maskscore_core.trials import landmark_fit as lf
 
+from .silhouette import SilhouetteFit, fit_phenotype, outline_distance, outline_state
+
 DEFAULT_RESOLUTION = 448  # the face about 100 px wide (the detector refuses faces under 60 px)
 # The point the camera looks at: the middle of the face centres (eyes' centre, 4 cm lower) over the
 # corners of the built-in subjects' phenotype ranges (trials.subjects.PHENOTYPE_RANGES): y 0.43-0.72 m,
@@ -114,6 +116,13 @@ def default_detector():
     return FaceMeshDetector()
 
 
+@functools.cache
+def default_segmenter():
+    from .segmenter import PersonSegmenter
+
+    return PersonSegmenter()
+
+
 # A clip's frames are fitted twice, jointly and with the head's turn read from rigid points alone
 # (nose, eyes, brows, irises: not the lips or chin, which the detector misreads on an open,
 # smiling mouth and which then pull the turn), and the two are weighed by how well each explains
@@ -123,12 +132,15 @@ PIXEL_CLIP_FIT = attrs.evolve(lf.PIXEL_FIT_KNOWN_CAMERA, rigid_weighed=RIGID_POI
 
 
 class PixelFitter:
-    """Detect and fit frames of the one camera (`frame_camera(resolution)`)."""
+    """Detect and fit frames of the one camera (`frame_camera(resolution)`). With `silhouette`,
+    the phenotype is then read from the person's outline (`silhouette.py`), not from the face
+    landmarks alone."""
 
-    def __init__(self, detector=None, config: lf.FitConfig | None = None) -> None:
+    def __init__(self, detector=None, config: lf.FitConfig | None = None, silhouette: SilhouetteFit | None = None) -> None:
         self.detector = detector or default_detector()
         self.anchors = self.detector.anchors()
         self.config = config or lf.PIXEL_FIT_KNOWN_CAMERA
+        self.silhouette = silhouette
         self._biases: dict = {}
         self._lock = threading.Lock()
 
@@ -157,7 +169,24 @@ class PixelFitter:
     def fit(self, image: np.ndarray, subject: BodyState, where: str, init: BodyState | None = None,
             config: lf.FitConfig | None = None) -> lf.FitResult:  # fmt: skip
         """The body state a square frame of the frontal camera shows; `subject` gives the
-        phenotype and look (its neutral picture measures the detector's offset)."""
+        phenotype and look (its neutral picture measures the detector's offset). With
+        `silhouette`, a picture whose outline the subject's build does not explain is read as
+        another build (`silhouette.py`): the build fitted to the outline, then the face again
+        with that build."""
+        fit = self._fit_landmarks(image, subject, where, init, config)
+        if self.silhouette is None:
+            return fit
+        try:
+            person = default_segmenter().mask(np.ascontiguousarray(np.asarray(image)[..., :3]))
+            shown = outline_state(fit.state, subject, (config or self.config).bones)
+            if outline_distance(person, shown) <= self.silhouette.same_build * person.shape[0]:
+                return fit
+            build = fit_phenotype(person, attrs.evolve(shown, accessories=()), self.silhouette)
+        except lf.FaceDetectionError as exc:
+            raise PixelFitError(f"{where}: {exc}") from None
+        return self._fit_landmarks(image, attrs.evolve(subject, phenotype=build), where, None, config)
+
+    def _fit_landmarks(self, image, subject: BodyState, where: str, init: BodyState | None, config: lf.FitConfig | None) -> lf.FitResult:
         landmarks = self.detect(image, where)
         resolution = int(np.asarray(image).shape[0])
         view, origin = frame_camera(resolution)

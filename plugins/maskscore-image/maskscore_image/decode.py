@@ -5,8 +5,10 @@
 frames: (H, W, 3) uint8 RGB pictures from the image modality's frontal camera (square, as the
 modality draws them, e.g. an editor's output for the conditioning picture). Each is read by the
 face-landmark detector and fitted (`maskscore_face_landmarks.pixels.PixelFitter`), relative to a
-neutral picture of the instance's subject (frame A's phenotype and look); the fitted state's
-reference mesh is what the metric compares. A frame without a usable face raises `PixelFitError`
+neutral picture of the instance's subject (frame A's phenotype and look), and the build
+(phenotype) is then read from the person's outline (`maskscore_face_landmarks.silhouette`): a
+picture of someone else decodes to someone else. The fitted state's reference mesh is what the
+metric compares. A frame without a usable face raises `PixelFitError`
 naming the frame: never a made-up fit.
 """
 
@@ -22,8 +24,9 @@ from .representation import as_rgb
 @functools.cache
 def fitter():
     from maskscore_face_landmarks.pixels import PixelFitter
+    from maskscore_face_landmarks.silhouette import SilhouetteFit
 
-    return PixelFitter()
+    return PixelFitter(silhouette=SilhouetteFit())
 
 
 def fit_frames(frames, instance, names=None):

@@ -1,0 +1,83 @@
+"""The build read from the person's outline: a picture of someone else in the subject's place
+decodes to someone else's build, and a picture of the subject keeps the subject's."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from maskscore_core.body.anny_model import get_body_model
+from maskscore_core.body.reference_mesh import get_reference_mesh
+from maskscore_core.trials import landmark_fit as lf
+from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+from maskscore_face_landmarks.pixels import PixelFitter, default_segmenter, picture
+from maskscore_face_landmarks.silhouette import SilhouetteFit, fit_phenotype, outline, outline_distance, outline_state
+
+SIZE = 448
+
+
+@pytest.fixture(scope="module")
+def two_subjects(tmp_path_factory):
+    """First frames of the two built-in subjects (trials seed 0) whose builds differ most."""
+    trials = generate_trials(AnnySourceConfig(seed=0, subjects=3, trials_per_subject=1), tmp_path_factory.mktemp("trials"))
+    states = [trial.frames[0].state for trial in trials]
+    pairs = [(a, b) for i, a in enumerate(states) for b in states[i + 1:]]
+    return max(pairs, key=lambda p: sum(abs(p[0].phenotype[k] - p[1].phenotype[k]) for k in p[0].phenotype))
+
+
+def _body_distance(state, phenotype, other_phenotype):
+    """How much closer (metres, mean over vertices) `state`'s mesh is to its pose with
+    `phenotype` than with `other_phenotype`: positive when it reads as `phenotype`'s build."""
+    mesh = get_reference_mesh()
+    found = mesh.vertices([state])[0]
+    a = mesh.vertices([attrs.evolve(state, phenotype=dict(phenotype))])[0]
+    b = mesh.vertices([attrs.evolve(state, phenotype=dict(other_phenotype))])[0]
+    count = mesh.anny_vertex_count
+    return float(np.linalg.norm(found[:count] - b[:count], axis=1).mean() - np.linalg.norm(found[:count] - a[:count], axis=1).mean())
+
+
+def test_someone_else_in_the_subjects_place_reads_as_someone_else(two_subjects):
+    """The picture of subject B decoded as an edit of subject A: its mesh is closer to B's build
+    than to A's, and nearer B's than landmarks alone (their prior holds A's build) put it."""
+    subject, other = two_subjects
+    pixels = picture(other, SIZE)
+    landmarks_only = PixelFitter().fit(pixels, subject, "B's picture").state
+    with_outline = PixelFitter(silhouette=SilhouetteFit()).fit(pixels, subject, "B's picture").state
+    assert _body_distance(with_outline, other.phenotype, subject.phenotype) > 0.0
+    assert _body_distance(with_outline, other.phenotype, subject.phenotype) > _body_distance(landmarks_only, other.phenotype, subject.phenotype) + 0.002
+
+
+def test_the_subjects_own_picture_keeps_the_landmark_reading(two_subjects):
+    """The subject's own picture, mouth open, is explained by the subject's outline (within
+    `same_build`), so its reading is the landmark fit's, untouched; the other subject's outline
+    is not."""
+    subject, other = two_subjects
+    expression = np.zeros_like(np.asarray(subject.expression))
+    expression[get_body_model().action_index("jawOpen")] = 0.5
+    pixels = picture(attrs.evolve(subject, expression=expression), SIZE)
+    landmarks_only = PixelFitter().fit(pixels, subject, "A's picture")
+    with_outline = PixelFitter(silhouette=SilhouetteFit()).fit(pixels, subject, "A's picture")
+    assert with_outline.state.phenotype == landmarks_only.state.phenotype
+    assert np.array_equal(with_outline.state.expression, landmarks_only.state.expression)
+    assert np.array_equal(with_outline.state.pose, landmarks_only.state.pose)
+    person = default_segmenter().mask(pixels)
+    own = outline_distance(person, outline_state(landmarks_only.state, subject, lf.LINEAR_BONES))
+    other_fit = PixelFitter().fit(pixels, other, "A's picture as B's")
+    theirs = outline_distance(person, outline_state(other_fit.state, other, lf.LINEAR_BONES))
+    assert own < SilhouetteFit().same_build * SIZE < theirs
+
+
+def test_the_outline_leaves_out_the_frames_border():
+    """Where the body runs out of the picture there is no outline to fit."""
+    mask = np.zeros((8, 8), bool)
+    mask[4:, :] = True  # shoulders running out at the bottom and both sides
+    edge = outline(mask)
+    assert edge[4, 1:-1].all() and edge.sum() == 6
+
+
+def test_an_empty_outline_is_refused():
+    from maskscore_core.plugin.testing import face_state
+
+    with pytest.raises(lf.FaceDetectionError, match="outline is empty"):
+        fit_phenotype(np.zeros((64, 64), bool), face_state())
