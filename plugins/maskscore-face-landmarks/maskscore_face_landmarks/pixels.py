@@ -171,20 +171,27 @@ class PixelFitter:
         """The body state a square frame of the frontal camera shows; `subject` gives the
         phenotype and look (its neutral picture measures the detector's offset). With
         `silhouette`, a picture whose outline the subject's build does not explain is read as
-        another build (`silhouette.py`): the build fitted to the outline, then the face again
-        with that build."""
+        another build (`shown_subject`), the face fitted again with it."""
         fit = self._fit_landmarks(image, subject, where, init, config)
+        shown = self.shown_subject(image, fit, subject, where, config)
+        return fit if shown is subject else self._fit_landmarks(image, shown, where, None, config)
+
+    def shown_subject(self, image: np.ndarray, fit: lf.FitResult, subject: BodyState, where: str,
+                      config: lf.FitConfig | None = None) -> BodyState:  # fmt: skip
+        """Whom the picture shows, given its landmark fit `fit`: `subject` itself when there is no
+        `silhouette` or the subject's outline explains the picture's, else the subject with the
+        build fitted to the outline (`silhouette.py`)."""
         if self.silhouette is None:
-            return fit
+            return subject
         try:
             person = default_segmenter().mask(np.ascontiguousarray(np.asarray(image)[..., :3]))
-            shown = outline_state(fit.state, subject, (config or self.config).bones)
-            if outline_distance(person, shown) <= self.silhouette.same_build * person.shape[0]:
-                return fit
-            build = fit_phenotype(person, attrs.evolve(shown, accessories=()), self.silhouette)
+            posed = outline_state(fit.state, subject, (config or self.config).bones)
+            if outline_distance(person, posed) <= self.silhouette.same_build * person.shape[0]:
+                return subject
+            build = fit_phenotype(person, attrs.evolve(posed, accessories=()), self.silhouette)
         except lf.FaceDetectionError as exc:
             raise PixelFitError(f"{where}: {exc}") from None
-        return self._fit_landmarks(image, attrs.evolve(subject, phenotype=build), where, None, config)
+        return attrs.evolve(subject, phenotype=build)
 
     def _fit_landmarks(self, image, subject: BodyState, where: str, init: BodyState | None, config: lf.FitConfig | None) -> lf.FitResult:
         landmarks = self.detect(image, where)
@@ -225,15 +232,23 @@ def smooth_states(states: list[BodyState], fps: float) -> list[BodyState]:
 
 def decode_sequence(frames, subject: BodyState, names, fps: float, fitter: PixelFitter | None = None) -> list[BodyState]:
     """Body states of a clip's frames: each frame detected and fitted (warm-started from the
-    previous frame's fit), then smoothed in time (`smooth_states`). A frame without a usable face
-    raises PixelFitError naming it."""
+    previous frame's fit), then smoothed in time (`smooth_states`). With the fitter's
+    `silhouette`, whom the clip shows is read once, from its first frame (`shown_subject`), and
+    every frame is fitted with that build. A frame without a usable face raises PixelFitError
+    naming it."""
     fitter = fitter or PixelFitter()
+    frames, names = list(frames), list(names)
+    if not frames:
+        raise PixelFitError("the clip has no frames")
+    first = fitter._fit_landmarks(frames[0], subject, names[0], None, None)
+    shown = fitter.shown_subject(frames[0], first, subject, names[0])
     warm = attrs.evolve(fitter.config, adam_steps=0)
     states, previous = [], None
     for frame, name in zip(frames, names):
-        fit = fitter.fit(frame, subject, name, init=previous, config=warm if previous is not None else None)
+        if previous is None and shown is subject:
+            fit = first
+        else:
+            fit = fitter._fit_landmarks(frame, shown, name, previous, warm if previous is not None else None)
         previous = fit.state
         states.append(fit.state)
-    if not states:
-        raise PixelFitError("the clip has no frames")
     return smooth_states(states, fps)

@@ -11,7 +11,7 @@ from maskscore_core.body.anny_model import get_body_model
 from maskscore_core.body.reference_mesh import get_reference_mesh
 from maskscore_core.trials import landmark_fit as lf
 from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
-from maskscore_face_landmarks.pixels import PixelFitter, default_segmenter, picture
+from maskscore_face_landmarks.pixels import PixelFitter, decode_sequence, default_segmenter, picture
 from maskscore_face_landmarks.silhouette import SilhouetteFit, fit_phenotype, outline, outline_distance, outline_state
 
 SIZE = 448
@@ -81,3 +81,29 @@ def test_an_empty_outline_is_refused():
 
     with pytest.raises(lf.FaceDetectionError, match="outline is empty"):
         fit_phenotype(np.zeros((64, 64), bool), face_state())
+
+
+def test_a_clip_reads_whom_it_shows_once_from_its_first_frame(two_subjects):
+    """A pixel clip of subject B decoded as an edit of subject A: its build is read from the first
+    frame's outline and every frame is fitted with it, nearer B's build than the landmarks alone
+    put it. A clip of A itself decodes exactly as without the outline."""
+    subject, other = two_subjects
+    jaw = get_body_model().action_index("jawOpen")
+
+    def clip(state):
+        frames = []
+        for value in (0.0, 0.4):
+            expression = np.zeros_like(np.asarray(state.expression))
+            expression[jaw] = value
+            frames.append(picture(attrs.evolve(state, expression=expression), SIZE))
+        return frames
+
+    names = ["frame 0", "frame 1"]
+    theirs = decode_sequence(clip(other), subject, names, 5.0, PixelFitter(silhouette=SilhouetteFit()))
+    plain = decode_sequence(clip(other), subject, names, 5.0, PixelFitter())
+    assert _body_distance(theirs[0], other.phenotype, subject.phenotype) > _body_distance(plain[0], other.phenotype, subject.phenotype) + 0.002
+    assert _body_distance(theirs[1], other.phenotype, subject.phenotype) > 0.0
+    own = decode_sequence(clip(subject), subject, names, 5.0, PixelFitter(silhouette=SilhouetteFit()))
+    own_plain = decode_sequence(clip(subject), subject, names, 5.0, PixelFitter())
+    for a, b in zip(own, own_plain):
+        assert a.phenotype == b.phenotype and np.array_equal(a.expression, b.expression) and np.array_equal(a.pose, b.pose)
