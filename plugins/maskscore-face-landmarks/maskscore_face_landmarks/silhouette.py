@@ -40,14 +40,14 @@ from maskscore_core.trials import landmark_fit as lf
 @attrs.frozen
 class SilhouetteFit:
     """same_build: the mean outline distance, in picture widths, within which a picture is the
-    subject's (step 1 of the module docstring; measured in plugins/maskscore-image/README.md).
-    prior: the pull towards the subject's phenotype, per unit of phenotype squared, against
-    the mean outline distance in picture widths. rounds: the most renders and linearisations;
-    they stop early once a round moves no label by `settled`. huber_px: the pseudo-Huber scale
-    of the mesh side (distances below it count as squares, above it as lengths).
-    picture_sigma_px: the Geman-McClure scale of the picture side (no pixel counts for more than
-    it), so that outline the body does not explain (a hat, a scarf) pulls little. step: the forward differences'
-    step."""
+    subject's (step 1 of the module docstring; measured in this plugin's README, "The build from
+    the outline"). prior: the pull towards the subject's phenotype, per unit of phenotype
+    squared, against the mean outline distance in picture widths. rounds: the most renders and
+    linearisations; they stop early once a round moves no label by `settled`. huber_px: the
+    pseudo-Huber scale of the mesh side (distances below it count as squares, above it as
+    lengths). picture_sigma_px: the Geman-McClure scale of the picture side (no pixel counts for
+    more than it), so that outline the body does not explain (a hat, a scarf) pulls little.
+    step: the forward differences' step."""
 
     same_build: float = 0.009
     prior: float = 1e-3
