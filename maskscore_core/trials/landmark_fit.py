@@ -356,6 +356,20 @@ class ViewCamera:
         v = -self.camera.focal_px * rel[..., 1] / depth + self.camera.height / 2
         return torch.stack([u, v], dim=-1)
 
+    def project_linear(self, points: np.ndarray, rig_origin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`project` in numpy: (N, 3) world points -> (N, 2) pixels, and their derivative in the
+        points (N, 2, 3), for fits that move points linearly."""
+        rel = (np.asarray(points) - np.asarray(rig_origin) - self.offset) @ self.rotation.T
+        depth = -rel[:, 2]
+        focal = self.camera.focal_px
+        pixels = np.stack([focal * rel[:, 0] / depth + self.camera.width / 2, -focal * rel[:, 1] / depth + self.camera.height / 2], 1)
+        d_rel = np.zeros((len(rel), 2, 3))
+        d_rel[:, 0, 0] = focal / depth
+        d_rel[:, 0, 2] = focal * rel[:, 0] / depth**2
+        d_rel[:, 1, 1] = -focal / depth
+        d_rel[:, 1, 2] = -focal * rel[:, 1] / depth**2
+        return pixels, d_rel @ self.rotation
+
     def depth(self, points: torch.Tensor, rig_origin: torch.Tensor) -> torch.Tensor:
         rotation = torch.as_tensor(self.rotation, dtype=points.dtype)
         return -((points - rig_origin - torch.as_tensor(self.offset, dtype=points.dtype)) @ rotation.T)[..., 2]

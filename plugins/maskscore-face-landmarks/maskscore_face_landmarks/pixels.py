@@ -242,13 +242,10 @@ def decode_sequence(frames, subject: BodyState, names, fps: float, fitter: Pixel
         raise PixelFitError("the clip has no frames")
     first = fitter._fit_landmarks(frames[0], subject, names[0], None, None)
     shown = fitter.shown_subject(frames[0], first, subject, names[0])
+    if shown is not subject:
+        first = fitter._fit_landmarks(frames[0], shown, names[0], None, None)
     warm = attrs.evolve(fitter.config, adam_steps=0)
-    states, previous = [], None
-    for frame, name in zip(frames, names):
-        if previous is None and shown is subject:
-            fit = first
-        else:
-            fit = fitter._fit_landmarks(frame, shown, name, previous, warm if previous is not None else None)
-        previous = fit.state
-        states.append(fit.state)
+    states = [first.state]
+    for frame, name in zip(frames[1:], names[1:]):
+        states.append(fitter._fit_landmarks(frame, shown, name, states[-1], warm).state)
     return smooth_states(states, fps)

@@ -132,20 +132,6 @@ def _outline_hits(vertices: np.ndarray, resolution: int, accessories: bool = Fal
     return triangles, np.stack([1.0 - u - v, u, v], axis=1)
 
 
-def _projection(view: lf.ViewCamera, origin: np.ndarray, points: np.ndarray):
-    """Pixels (N, 2) of world points (N, 3) and their derivative (N, 2, 3) (`ViewCamera.project`)."""
-    rel = (points - origin - view.offset) @ view.rotation.T
-    depth = -rel[:, 2]
-    focal = view.camera.focal_px
-    pixels = np.stack([focal * rel[:, 0] / depth + view.camera.width / 2, -focal * rel[:, 1] / depth + view.camera.height / 2], 1)
-    d_rel = np.zeros((len(points), 2, 3))
-    d_rel[:, 0, 0] = focal / depth
-    d_rel[:, 0, 2] = focal * rel[:, 0] / depth**2
-    d_rel[:, 1, 1] = -focal / depth
-    d_rel[:, 1, 2] = -focal * rel[:, 1] / depth**2
-    return pixels, d_rel @ view.rotation
-
-
 def _bilinear(field: np.ndarray, pixels: np.ndarray):
     """`field` (H, W) at pixel positions (N, 2) (x, y; pixel centres at .5), bilinear, and its
     gradient (N, 2); clamped at the border."""
@@ -175,7 +161,7 @@ def _outline_pixels(state: BodyState, resolution: int, names=None, step: float =
     if len(triangles) == 0:
         raise lf.FaceDetectionError("the body's outline is out of the picture")
     view, origin = frame_camera(resolution)
-    pixels, d_pixels = _projection(view, origin, np.einsum("nk,nkd->nd", weights, vertices[triangles]))
+    pixels, d_pixels = view.project_linear(np.einsum("nk,nkd->nd", weights, vertices[triangles]), origin)
     if motion is None:
         return pixels, None
     return pixels, np.einsum("nij,pnkj,nk->nip", d_pixels, motion[:, triangles], weights)
