@@ -16,6 +16,8 @@ the camera centre (mm), and the largest action the case did not set ("spill").
                                                        # errors against the states that drew each rung (image too)
     .venv/bin/python benchmarks/bench_landmark_fit.py --readback 0.5 --trial-seeds 0,1  # what each facial action,
                                    # set alone, reads back as on each subject (the image modality's shown actions)
+    .venv/bin/python benchmarks/bench_landmark_fit.py --turns --trial-seeds 0,1,2,3  # how well a head turn reads
+                                   # back on each subject, without the brow points (as fitted) and with them
     .venv/bin/python benchmarks/bench_landmark_fit.py --builds --trial-seeds 0,1  # whose build a picture of one
                                    # subject decodes to, read as an edit of another (landmarks alone, outline)
 """
@@ -313,6 +315,58 @@ def builds(trial_seeds: list[int], size: int = 448) -> list[str]:
     return lines
 
 
+TURNS = ((0.05, 0.0, 0.0), (0.0, 0.08, 0.0), (0.0, 0.0, 0.05), (-0.1, 0.05, 0.03))  # pitch, yaw, roll (rad)
+
+
+def turns(trial_seeds: list[int], size: int = 448) -> list[str]:
+    """How well a picture's head turn reads back, per subject of the built-in trials (first
+    frames at rest: their look, accessories and part scales), turned by each of TURNS (shared
+    over the neck and head as the trials share it). Read as the video modality reads a frame
+    (`PIXEL_CLIP_FIT`: without the detector's `pixels.UNFOLLOWED_POINTS`), and with those points
+    put back (in the fit and among the rigid points), in one run. Each cell: mean |error|
+    of pitch / yaw / roll over the turns (rad)."""
+    import tempfile
+
+    from maskscore_core.body.anny_model import get_body_model
+    from maskscore_core.trials import landmark_fit as lf
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+    from maskscore_face_landmarks.pixels import PIXEL_CLIP_FIT, RIGID_POINTS, UNFOLLOWED_POINTS, PixelFitter, picture
+
+    body = get_body_model()
+    chain = [body.bone_index(name) for name in lf.LINEAR_BONES]
+    used = PixelFitter(config=PIXEL_CLIP_FIT)
+    every = PixelFitter(config=attrs.evolve(PIXEL_CLIP_FIT, rigid_weighed=RIGID_POINTS + UNFOLLOWED_POINTS, unfollowed=()))
+    lines = ["| trials | subject | worn | without the brows: pitch / yaw / roll | with them | largest |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    print("\n".join(lines), flush=True)
+    totals = {"without": [], "with": []}
+    for seed in trial_seeds:
+        trials = generate_trials(AnnySourceConfig(seed=seed, trials_per_subject=1), tempfile.mkdtemp(prefix="turns-"))
+        for trial in trials:
+            first = trial.frames[0].state
+            rest = attrs.evolve(first, expression=np.zeros_like(first.expression), pose=np.zeros_like(first.pose))
+            errors = {"without": [], "with": []}
+            for turn in TURNS:
+                pose = np.zeros_like(first.pose)
+                pose[chain] = np.outer((0.4, 0.3, 0.3), turn)
+                pixels = picture(attrs.evolve(rest, pose=pose), size)
+                for name, fitter in (("without", used), ("with", every)):
+                    fit = fitter.fit(pixels, rest, f"{trial.subject.subject_id} turned {turn}")
+                    errors[name].append(np.abs(fit.state.pose[chain].sum(0) - pose[chain].sum(0)))
+            cells = []
+            for name in ("without", "with"):
+                totals[name] += errors[name]
+                cells.append(" / ".join(f"{v:.3f}" for v in np.mean(errors[name], axis=0)))
+            largest = ", ".join(f"{np.max(errors[name]):.3f}" for name in ("without", "with"))
+            lines.append(f"| {seed} | {trial.subject.subject_id} | {', '.join(first.accessories) or '-'} | {cells[0]} | {cells[1]} | {largest} |")
+            print(lines[-1], flush=True)
+    mean = {name: " / ".join(f"{v:.4f}" for v in np.mean(values, axis=0)) for name, values in totals.items()}
+    lines.append(f"| all | {len(totals['with']) // len(TURNS)} subjects | | {mean['without']} | {mean['with']} |"
+                 f" {np.max(totals['without']):.3f}, {np.max(totals['with']):.3f} |")  # fmt: skip
+    print(lines[-1], flush=True)
+    return lines
+
+
 def picture_speed(size: int = 448, repeats: int = 3) -> dict:
     """Detect + fit time per picture as the image modality reads it (median of `repeats`), in one
     run: a picture of the subject read with the landmarks alone and with the outline check
@@ -423,9 +477,14 @@ def main() -> int:
                         " states that drew it (image: frames A and B too; video: per frame)")
     parser.add_argument("--readback", type=float, default=0.0, help="instead, what each facial action set alone to this"
                         " value reads back as, on the default subject and those of --trial-seeds")  # fmt: skip
+    parser.add_argument("--turns", action="store_true", help="instead, how well a head turn reads back on each subject"
+                        " of --trial-seeds, without the detector's brow points (as fitted) and with them")  # fmt: skip
     parser.add_argument("--builds", action="store_true", help="instead, whose build each picture of a built-in subject"
                         " decodes to when read as an edit of each other subject of --trial-seeds")  # fmt: skip
     args = parser.parse_args()
+    if args.turns:
+        turns([int(x) for x in args.trial_seeds.split(",")], args.size)
+        return 0
     if args.builds:
         builds([int(x) for x in args.trial_seeds.split(",")], args.size)
         return 0

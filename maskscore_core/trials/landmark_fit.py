@@ -244,6 +244,19 @@ class MeshAnchors:
             raise LandmarkFitError("landmarks hold NaN or infinite coordinates")
         return points[self.landmark_index]
 
+    def kept(self, prefixes: Sequence[str]) -> np.ndarray:
+        """(K,) True for the anchors whose names start with none of `prefixes`."""
+        return np.array([not name.startswith(tuple(prefixes)) for name in self.names], dtype=bool)
+
+    def without(self, prefixes: Sequence[str]) -> "MeshAnchors":
+        """These anchors less those whose names start with one of `prefixes` (`FitConfig.unfollowed`)."""
+        keep = self.kept(prefixes)
+        return attrs.evolve(
+            self, names=[n for n, k in zip(self.names, keep) if k], landmark_index=self.landmark_index[keep],
+            vertex_ids=self.vertex_ids[keep], weights=self.weights[keep],
+            response=None if self.response is None else self.response[:, keep],
+        )  # fmt: skip
+
     def to_json(self) -> dict:
         return {
             "scheme": self.scheme,
@@ -569,6 +582,8 @@ class FitConfig:
     go with (two fits' actions mixed need not explain any landmark).
     hold_turn: fit the actions and phenotype only, the head's turn (and the camera) held as the
     starting state has them.
+    unfollowed: anchors (name prefixes) the fit leaves out: points the detector does not follow
+    on the pictures at hand, whose misplacement would otherwise be read as motion.
     """
 
     bones: tuple[str, ...] = ("Head",)
@@ -592,6 +607,7 @@ class FitConfig:
     rigid_weighed: tuple[str, ...] | None = None
     rigid_scale_px: float = 1.0
     hold_turn: bool = False
+    unfollowed: tuple[str, ...] = ()
 
 
 # Facial actions a face-landmark detector can see: mouth, jaw opening, lids, brows. The others
@@ -674,7 +690,7 @@ def fit_views(
     if not views:
         raise LandmarkFitError("no views to fit")
     with one_thread():
-        views, anchors = list(views), anchors or anny68_anchors()
+        views, anchors = _followed(list(views), anchors or anny68_anchors(), config.unfollowed)
         if config.rigid_weighed is None:
             return _fit(views, camera_position, phenotype, config, init, anchors)
         plain = attrs.evolve(config, rigid_weighed=None)
@@ -684,6 +700,18 @@ def fit_views(
         held = _fit(views, mixed.camera_position, phenotype, attrs.evolve(plain, hold_turn=True), mixed.state, anchors)
         return attrs.evolve(held, evaluations=mixed.evaluations + held.evaluations, rigid_weight=mixed.rigid_weight,
                             converged=joint.converged and rigid.converged and held.converged)  # fmt: skip
+
+
+def _followed(views: list[ViewLandmarks], anchors: MeshAnchors, unfollowed: Sequence[str]):
+    """The views (their biases) and anchors less the anchors `unfollowed` names."""
+    if not unfollowed:
+        return views, anchors
+    keep = anchors.kept(unfollowed)
+
+    def bias(view):  # a bias of another size is left for `_targets` to refuse by name
+        return view.bias if view.bias is None or np.shape(view.bias)[:1] != keep.shape else np.asarray(view.bias)[keep]
+
+    return [attrs.evolve(view, bias=bias(view)) for view in views], anchors.without(unfollowed)
 
 
 def rigid_weight(joint: FitResult, rigid: FitResult, scale_px: float) -> float:

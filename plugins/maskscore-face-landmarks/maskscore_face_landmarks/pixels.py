@@ -123,12 +123,20 @@ def default_segmenter():
     return PersonSegmenter()
 
 
+# The detector's points that pixel clips are fitted without: the brows. ANNY's brows are a tint
+# on bald skin, and the detector does not follow them: a brow raise reads back as nothing, and
+# on a dark-skinned face the brow points jump by several pixels when the head turns a little,
+# which the fit read as a turn (plugins/maskscore-face-landmarks/README.md, "Why pixel clips are
+# fitted without the brows").
+UNFOLLOWED_POINTS: tuple[str, ...] = ("brow_a", "brow_b")
+
 # A clip's frames are fitted twice, jointly and with the head's turn read from rigid points alone
-# (nose, eyes, brows, irises: not the lips or chin, which the detector misreads on an open,
-# smiling mouth and which then pull the turn), and the two are weighed by how well each explains
-# every landmark (`landmark_fit.weighed_fit`). The scale is the detector's own jitter, a pixel.
-RIGID_POINTS: tuple[str, ...] = ("nose", "eye_a", "eye_b", "brow_a", "brow_b", "iris_a", "iris_b")
-PIXEL_CLIP_FIT = attrs.evolve(lf.PIXEL_FIT_KNOWN_CAMERA, rigid_weighed=RIGID_POINTS, rigid_scale_px=1.0)
+# (nose, eyes, irises: not the lips or chin, which the detector misreads on an open, smiling
+# mouth and which then pull the turn), and the two are weighed by how well each explains every
+# landmark (`landmark_fit.weighed_fit`). The scale is the detector's own jitter, a pixel.
+RIGID_POINTS: tuple[str, ...] = ("nose", "eye_a", "eye_b", "iris_a", "iris_b")
+PIXEL_CLIP_FIT = attrs.evolve(lf.PIXEL_FIT_KNOWN_CAMERA, rigid_weighed=RIGID_POINTS, rigid_scale_px=1.0,
+                              unfollowed=UNFOLLOWED_POINTS)  # fmt: skip
 
 
 class PixelFitter:
