@@ -244,8 +244,7 @@ def clip_speed(frames: int = 5, size: int = 448) -> dict:
     frame, weighed) and with the joint fit alone, in one run: their ratio is what the weighing costs."""
     from maskscore_core.body.anny_model import get_body_model
     from maskscore_core.plugin.records import BodyState
-    from maskscore_core.trials import landmark_fit as lf
-    from maskscore_face_landmarks.pixels import PIXEL_CLIP_FIT, PixelFitter, decode_sequence
+    from maskscore_face_landmarks.pixels import PIXEL_CLIP_FIT, PIXEL_PICTURE_FIT, PixelFitter, decode_sequence
     from maskscore_video.pixels import draw_clip
 
     body = get_body_model()
@@ -257,7 +256,7 @@ def clip_speed(frames: int = 5, size: int = 448) -> dict:
         states.append(BodyState(expression=expression, pose=pose))
     clip = draw_clip(states, 5.0, size, "speed clip")
     out = {"clip_frames": frames, "clip_size_px": size}
-    for name, config in (("joint", lf.PIXEL_FIT_KNOWN_CAMERA), ("weighed", PIXEL_CLIP_FIT)):
+    for name, config in (("joint", PIXEL_PICTURE_FIT), ("weighed", PIXEL_CLIP_FIT)):
         fitter = PixelFitter(config=config)
         fitter.bias(BodyState(), size)  # the neutral detection, once per subject, outside the timing
         start = time.perf_counter()

@@ -123,20 +123,21 @@ def default_segmenter():
     return PersonSegmenter()
 
 
-# The detector's points that pixel clips are fitted without: the brows. ANNY's brows are a tint
-# on bald skin, and the detector does not follow them: a brow raise reads back as nothing, and
-# on a dark-skinned face the brow points jump by several pixels when the head turns a little,
-# which the fit read as a turn (plugins/maskscore-face-landmarks/README.md, "Why pixel clips are
-# fitted without the brows").
+# The detector's points that pictures and pixel clips are fitted without: the brows. ANNY's
+# brows are a tint on bald skin, and the detector does not follow them: a brow raise reads back
+# as nothing, and on a dark-skinned face the brow points jump by several pixels when the head
+# turns a little, which the fit read as a turn (plugins/maskscore-face-landmarks/README.md, "Why
+# pictures are fitted without the brows").
 UNFOLLOWED_POINTS: tuple[str, ...] = ("brow_a", "brow_b")
+# A picture's fit (the image modality, and the first stage of a clip's frames): the known camera's.
+PIXEL_PICTURE_FIT = attrs.evolve(lf.PIXEL_FIT_KNOWN_CAMERA, unfollowed=UNFOLLOWED_POINTS)
 
 # A clip's frames are fitted twice, jointly and with the head's turn read from rigid points alone
 # (nose, eyes, irises: not the lips or chin, which the detector misreads on an open, smiling
 # mouth and which then pull the turn), and the two are weighed by how well each explains every
 # landmark (`landmark_fit.weighed_fit`). The scale is the detector's own jitter, a pixel.
 RIGID_POINTS: tuple[str, ...] = ("nose", "eye_a", "eye_b", "iris_a", "iris_b")
-PIXEL_CLIP_FIT = attrs.evolve(lf.PIXEL_FIT_KNOWN_CAMERA, rigid_weighed=RIGID_POINTS, rigid_scale_px=1.0,
-                              unfollowed=UNFOLLOWED_POINTS)  # fmt: skip
+PIXEL_CLIP_FIT = attrs.evolve(PIXEL_PICTURE_FIT, rigid_weighed=RIGID_POINTS, rigid_scale_px=1.0)
 
 
 class PixelFitter:
@@ -147,7 +148,7 @@ class PixelFitter:
     def __init__(self, detector=None, config: lf.FitConfig | None = None, silhouette: SilhouetteFit | None = None) -> None:
         self.detector = detector or default_detector()
         self.anchors = self.detector.anchors()
-        self.config = config or lf.PIXEL_FIT_KNOWN_CAMERA
+        self.config = config or PIXEL_PICTURE_FIT
         self.silhouette = silhouette
         self._biases: dict = {}
         self._lock = threading.Lock()

@@ -1,5 +1,6 @@
-"""Pixel clips are fitted without the brow points: on a dark-skinned face the detector's brows jump
-when the head turns a little, and fitted, that jump read as a turn the head did not make."""
+"""Pictures and pixel clips are fitted without the brow points: on a dark-skinned face the
+detector's brows jump when the head turns a little, and fitted, that jump read as a turn the head
+did not make."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from maskscore_core.body.anny_model import get_body_model
 from maskscore_core.plugin.records import Appearance, BodyState, Light
 from maskscore_core.trials import landmark_fit as lf
 from maskscore_face_landmarks.anchors import load
-from maskscore_face_landmarks.pixels import PIXEL_CLIP_FIT, RIGID_POINTS, UNFOLLOWED_POINTS, PixelFitter, picture
+from maskscore_face_landmarks.pixels import (
+    PIXEL_CLIP_FIT, PIXEL_PICTURE_FIT, RIGID_POINTS, UNFOLLOWED_POINTS, PixelFitter, picture,
+)  # fmt: skip
 
 SIZE = 448
 # A built-in subject and look (trials seed 3, its first subject's first trial: dark skin, light
@@ -37,16 +40,20 @@ def test_without_drops_the_named_points_and_keeps_the_rest_in_order():
     assert anchors.without(()) == anchors
 
 
-def test_pixel_clips_are_fitted_without_the_brows():
+def test_pictures_and_clips_are_fitted_without_the_brows():
     """The fit leaves the unfollowed points out: a bias measured on every anchor is cut to match."""
-    assert PIXEL_CLIP_FIT.unfollowed == UNFOLLOWED_POINTS and not set(RIGID_POINTS) & set(UNFOLLOWED_POINTS)
+    assert PixelFitter().config is PIXEL_PICTURE_FIT
+    for config in (PIXEL_PICTURE_FIT, PIXEL_CLIP_FIT):
+        assert config.unfollowed == UNFOLLOWED_POINTS
+    assert not set(RIGID_POINTS) & set(UNFOLLOWED_POINTS)
     fitter = PixelFitter(config=PIXEL_CLIP_FIT)
     fit = fitter.fit(picture(DARK_SKINNED, SIZE), DARK_SKINNED, "test picture")
     assert len(fit.predicted_px) == len(fitter.anchors.without(UNFOLLOWED_POINTS)) < len(fitter.anchors)
 
 
+@pytest.mark.parametrize("config", [PIXEL_PICTURE_FIT, PIXEL_CLIP_FIT], ids=["picture", "clip"])
 @pytest.mark.parametrize("turn", [(0.05, 0.0, 0.0), (0.0, 0.0, 0.05)])
-def test_a_small_turn_of_a_dark_skinned_face_reads_without_a_made_up_yaw(turn):
+def test_a_small_turn_of_a_dark_skinned_face_reads_without_a_made_up_yaw(turn, config):
     """The head pitched or rolled by 0.05 rad reads back within 0.025 rad in yaw and roll. Fitted
     with the brow points, the same pictures read 0.04-0.05 rad of yaw and roll that were not there."""
     body = get_body_model()
@@ -54,6 +61,6 @@ def test_a_small_turn_of_a_dark_skinned_face_reads_without_a_made_up_yaw(turn):
     pose = np.zeros((len(body.bone_names), 3))
     pose[chain] = np.outer((0.4, 0.3, 0.3), turn)
     state = attrs.evolve(DARK_SKINNED, pose=pose)
-    fit = PixelFitter(config=PIXEL_CLIP_FIT).fit(picture(state, SIZE), DARK_SKINNED, "test picture")
+    fit = PixelFitter(config=config).fit(picture(state, SIZE), DARK_SKINNED, "test picture")
     error = fit.state.pose[chain].sum(0) - pose[chain].sum(0)
     assert np.abs(error).max() < 0.025, error
