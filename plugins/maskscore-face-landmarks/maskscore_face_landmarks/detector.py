@@ -17,6 +17,8 @@ import numpy as np
 
 from maskscore_core.trials.landmark_fit import MEDIAPIPE_SCHEME, FaceDetectionError, Landmarks2D
 
+from .start_quietly import started
+
 POINTS = 478  # 468 face mesh points, then 5 per iris (468-472 subject's right, 473-477 left)
 MIN_FACE_PX = 60  # narrower faces are refused: the landmarks stop following the face (README)
 
@@ -30,11 +32,13 @@ class FaceMeshDetector:
         import mediapipe as mp
 
         self.min_face_px = float(min_face_px)
-        self._mesh = mp.solutions.face_mesh.FaceMesh(
-            static_image_mode=True,
-            refine_landmarks=True,
-            max_num_faces=2,
-            min_detection_confidence=min_detection_confidence,
+        self._mesh = started(
+            lambda: mp.solutions.face_mesh.FaceMesh(
+                static_image_mode=True,
+                refine_landmarks=True,
+                max_num_faces=2,
+                min_detection_confidence=min_detection_confidence,
+            )
         )
         self._lock = threading.Lock()
 

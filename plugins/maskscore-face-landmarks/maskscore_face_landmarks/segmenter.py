@@ -15,6 +15,8 @@ import numpy as np
 
 from maskscore_core.trials.landmark_fit import FaceDetectionError
 
+from .start_quietly import started
+
 THRESHOLD = 0.5  # the model's person probability above which a pixel is the person
 
 
@@ -27,7 +29,7 @@ class PersonSegmenter:
         import mediapipe as mp
 
         self.threshold = float(threshold)
-        self._model = mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0)
+        self._model = started(lambda: mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0))
         self._lock = threading.Lock()
 
     def mask(self, image: np.ndarray) -> np.ndarray:

@@ -199,3 +199,26 @@ def test_shown_actions_read_back_on_every_subject_and_the_others_do_not(tmp_path
         else:
             assert not set(names) & set(SHOWN_ACTIONS), group  # a pair is shown whole or not at all
             assert any(reads(names, subject) < 0.15 for subject in subjects), group
+
+
+def test_a_picture_without_a_face_prints_one_line_and_nothing_else(ctx, tmp_path):
+    """In a fresh process, as a user runs it, the refusal is all that reaches the terminal: the
+    detector's and segmenter's graphs start without their C++ notices
+    (`maskscore_face_landmarks.start_quietly`)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from PIL import Image
+
+    face = plugins.call("encode", MODALITY, modality=MODALITY, target=_instance().a, ctx=ctx).data
+    Image.fromarray(face).save(tmp_path / "a.png")
+    Image.fromarray(np.full_like(face, 40)).save(tmp_path / "blank.png")
+    script = Path(sys.executable).with_name("maskscore")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "maskscore_core"]
+    args = ["score", "--frame-a", "a.png", "--frame-b", "a.png", "--part", "mouth", "--views", "2", "--resolution", "32", "blank.png"]
+    env = {**os.environ, "MASKSCORE_LOAD_PLUGINS": "maskscore-mesh,maskscore-image,maskscore-face-landmarks", "MASKSCORE_DEBUG": ""}
+    run = subprocess.run([*command, *args], cwd=tmp_path, env=env, capture_output=True, timeout=600)
+    assert (run.returncode, run.stdout) == (1, b"")
+    assert run.stderr.decode() == "Error: blank.png: no face found\n"
