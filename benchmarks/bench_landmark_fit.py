@@ -20,6 +20,8 @@ the camera centre (mm), and the largest action the case did not set ("spill").
                                    # back on each subject, without the brow points (as fitted) and with them
     .venv/bin/python benchmarks/bench_landmark_fit.py --builds --trial-seeds 0,1  # whose build a picture of one
                                    # subject decodes to, read as an edit of another (landmarks alone, outline)
+    .venv/bin/python benchmarks/bench_landmark_fit.py --same-build --trial-seeds 0,1,2,3  # how the outline test
+                                   # tells a subject's own pictures from others' (and the image ladders')
 """
 
 from __future__ import annotations
@@ -314,6 +316,78 @@ def builds(trial_seeds: list[int], size: int = 448) -> list[str]:
     return lines
 
 
+def same_build(trial_seeds: list[int], ladder_seeds: list[tuple[int, int]], size: int = 448) -> list[str]:
+    """How well the outline test (`silhouette.outline_distance` against `SilhouetteFit.same_build`)
+    tells the subject's own pictures from other subjects'. Own: four frames of each subject of the
+    built-in trials of each of `trial_seeds`, and frames A, B and rungs 1-4 of the first five
+    image instances of each (trials seed, instance seed) of `ladder_seeds`; other: every other
+    subject's first frame, and each ladder's rung 5. Each picture is read by the landmark fit as
+    an edit of its subject; the subject posed so is measured three ways: the outline as tested
+    (the body and what it wears but `UNCOUNTED_SLOTS`), with every accessory, and the body alone.
+    Per rule: the largest own and smallest other distances, and at a threshold, how many own
+    pictures would have their build read again and how many others would pass as the subject."""
+    import tempfile
+
+    from scipy import ndimage
+
+    from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.edits.instances import make_instances
+    from maskscore_core.edits.ladder import build_ladder
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+    from maskscore_face_landmarks import silhouette
+    from maskscore_face_landmarks.pixels import PixelFitter, default_segmenter, picture
+
+    fitter, segmenter = PixelFitter(), default_segmenter()
+    every = tuple(get_reference_mesh().slot_ranges)
+    rules = {
+        "as tested": tuple(slot for slot in every if slot not in silhouette.UNCOUNTED_SLOTS),
+        "every accessory": every,
+        "body alone": (),
+    }
+    found = []  # (own?, label, {rule: distance})
+
+    def measure(own, label, pixels, subject):
+        fit = fitter.fit(pixels, subject, label)
+        person = segmenter.mask(pixels)
+        field = ndimage.distance_transform_edt(~silhouette._person_outline(person))
+        posed = silhouette.outline_state(fit.state, subject, fitter.config.bones)
+        found.append((own, label, {rule: float(silhouette._bilinear(field, silhouette._outline_pixels(posed, size, slots=slots)[0])[0].mean())
+                                   for rule, slots in rules.items()}))  # fmt: skip
+
+    for seed in trial_seeds:
+        trials = generate_trials(AnnySourceConfig(seed=seed, trials_per_subject=1), tempfile.mkdtemp(prefix="same-build-"))
+        first = {trial.subject.subject_id: trial.frames[0].state for trial in trials}
+        for trial in trials:
+            subject, count = trial.frames[0].state, len(trial.frames)
+            for k in sorted({0, count // 3, 2 * count // 3, count - 1}):
+                measure(True, f"{seed}/{trial.subject.subject_id} frame {k}", picture(trial.frames[k].state, size), subject)
+            for other, state in first.items():
+                if other != trial.subject.subject_id:
+                    measure(False, f"{seed}/{other} as {trial.subject.subject_id}", picture(state, size), subject)
+    for trials_seed, seed in ladder_seeds:
+        trials = generate_trials(AnnySourceConfig(seed=trials_seed, subjects=3, trials_per_subject=2, fps=25.0),
+                                 tempfile.mkdtemp(prefix="same-build-"))  # fmt: skip
+        for number, instance in enumerate(make_instances(trials, "image", np.random.default_rng(seed), 5), start=1):
+            rungs = {t.rung: t.state for t in build_ladder(instance)}
+            drawn = [("A", instance.a.state), ("B", instance.b.state)] + [(f"rung {k}", rungs[k]) for k in range(1, 6)]
+            for name, state in drawn:
+                label = f"ladder {trials_seed}/{seed} #{number} ({instance.instruction.part}) {name}"
+                measure(name != "rung 5", label, picture(state, size), instance.a.state)
+    limit = silhouette.SilhouetteFit().same_build * size
+    lines = [f"{sum(o for o, _, _ in found)} own pictures, {sum(not o for o, _, _ in found)} others'; same_build"
+             f" {silhouette.SilhouetteFit().same_build} = {limit:.2f} px",  # fmt: skip
+             "| rule | own: largest (which) | others: smallest (which) | own read again at 3.14 / 4.03 px | others kept at 3.14 / 4.03 px |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for rule in rules:
+        own = sorted(((d[rule], label) for o, label, d in found if o), reverse=True)
+        other = sorted((d[rule], label) for o, label, d in found if not o)
+        counts = [sum(v > t for v, _ in own) for t in (3.14, 4.03)], [sum(v <= t for v, _ in other) for t in (3.14, 4.03)]
+        lines.append(f"| {rule} | {own[0][0]:.2f} ({own[0][1]}), then {own[1][0]:.2f} | {other[0][0]:.2f} ({other[0][1]}),"
+                     f" then {other[1][0]:.2f} | {counts[0][0]} / {counts[0][1]} | {counts[1][0]} / {counts[1][1]} |")  # fmt: skip
+    print("\n".join(lines), flush=True)
+    return lines
+
+
 TURNS = ((0.05, 0.0, 0.0), (0.0, 0.08, 0.0), (0.0, 0.0, 0.05), (-0.1, 0.05, 0.03))  # pitch, yaw, roll (rad)
 
 
@@ -480,7 +554,15 @@ def main() -> int:
                         " of --trial-seeds, without the detector's brow points (as fitted) and with them")  # fmt: skip
     parser.add_argument("--builds", action="store_true", help="instead, whose build each picture of a built-in subject"
                         " decodes to when read as an edit of each other subject of --trial-seeds")  # fmt: skip
+    parser.add_argument("--same-build", action="store_true", help="instead, how the outline test tells the subject's own"
+                        " pictures from others' (--trial-seeds' subjects, and the image ladders of --ladder-seeds)")  # fmt: skip
+    parser.add_argument("--ladder-seeds", default="0/0,0/1,1/0,2/0,3/0", help="with --same-build: trials/instance seed"
+                        " pairs of image ladders, comma-separated")  # fmt: skip
     args = parser.parse_args()
+    if args.same_build:
+        pairs = [tuple(int(v) for v in pair.split("/")) for pair in args.ladder_seeds.split(",") if pair]
+        same_build([int(x) for x in args.trial_seeds.split(",")], pairs, args.size)
+        return 0
     if args.turns:
         turns([int(x) for x in args.trial_seeds.split(",")], args.size)
         return 0
