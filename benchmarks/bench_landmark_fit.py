@@ -328,8 +328,6 @@ def same_build(trial_seeds: list[int], ladder_seeds: list[tuple[int, int]], size
     pictures would have their build read again and how many others would pass as the subject."""
     import tempfile
 
-    from scipy import ndimage
-
     from maskscore_core.body.reference_mesh import get_reference_mesh
     from maskscore_core.edits.instances import make_instances
     from maskscore_core.edits.ladder import build_ladder
@@ -349,10 +347,8 @@ def same_build(trial_seeds: list[int], ladder_seeds: list[tuple[int, int]], size
     def measure(own, label, pixels, subject):
         fit = fitter.fit(pixels, subject, label)
         person = segmenter.mask(pixels)
-        field = ndimage.distance_transform_edt(~silhouette._person_outline(person))
         posed = silhouette.outline_state(fit.state, subject, fitter.config.bones)
-        found.append((own, label, {rule: float(silhouette._bilinear(field, silhouette._outline_pixels(posed, size, slots=slots)[0])[0].mean())
-                                   for rule, slots in rules.items()}))  # fmt: skip
+        found.append((own, label, {rule: silhouette.outline_distance(person, posed, slots) for rule, slots in rules.items()}))
 
     for seed in trial_seeds:
         trials = generate_trials(AnnySourceConfig(seed=seed, trials_per_subject=1), tempfile.mkdtemp(prefix="same-build-"))

@@ -185,14 +185,16 @@ def _person_outline(person: np.ndarray) -> np.ndarray:
     return edge
 
 
-def outline_distance(person: np.ndarray, state: BodyState) -> float:
-    """Mean distance (pixels) from the outline of `state`'s body and what it wears, but for
-    `UNCOUNTED_SLOTS`, seen by the picture's camera, to the outline of `person`: how well `state`
-    (its build, pose and what it wears) explains the picture."""
+def outline_distance(person: np.ndarray, state: BodyState, slots: tuple[str, ...] | None = None) -> float:
+    """Mean distance (pixels) from the outline of `state`'s body and what it wears, seen by the
+    picture's camera, to the outline of `person`: how well `state` (its build, pose and what it
+    wears) explains the picture. slots: the accessory slots whose outline counts (default: all
+    but `UNCOUNTED_SLOTS`; what is not counted still hides the body behind it)."""
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
-    counted = tuple(slot for slot in get_reference_mesh().slot_ranges if slot not in UNCOUNTED_SLOTS)
-    pixels = _outline_pixels(state, int(person.shape[0]), slots=counted)[0]
+    if slots is None:
+        slots = tuple(slot for slot in get_reference_mesh().slot_ranges if slot not in UNCOUNTED_SLOTS)
+    pixels = _outline_pixels(state, int(person.shape[0]), slots=slots)[0]
     far, _ = _bilinear(ndimage.distance_transform_edt(~_person_outline(person)), pixels)
     return float(far.mean())
 
