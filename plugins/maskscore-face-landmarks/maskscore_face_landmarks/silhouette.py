@@ -124,14 +124,13 @@ def _outline_hits(vertices: np.ndarray, resolution: int, slots: tuple[str, ...] 
     pose = camera_poses(config)[0]
     rendered = get_renderer(config).render(vertices)
     face_id = rendered.face_id[0]
-    edge = outline(rendered.coverage[0]) & (face_id >= 0)
-    first_vertex = reference.faces[np.maximum(face_id, 0), 0]
-    counted = first_vertex < reference.anny_vertex_count
+    rows, cols = np.nonzero(outline(rendered.coverage[0]) & (face_id >= 0))
+    triangles = reference.faces[face_id[rows, cols]]
+    counted = triangles[:, 0] < reference.anny_vertex_count  # the body's triangles come first
     for slot in slots:
         start, stop = reference.slot_ranges[slot]
-        counted |= (first_vertex >= start) & (first_vertex < stop)
-    rows, cols = np.nonzero(edge & counted)
-    triangles = reference.faces[face_id[rows, cols]]
+        counted |= (triangles[:, 0] >= start) & (triangles[:, 0] < stop)
+    rows, cols, triangles = rows[counted], cols[counted], triangles[counted]
     ray = pixel_ray_directions(pose, config.fov_deg, resolution, resolution)[rows, cols]
     a, b, c = (vertices[triangles[:, i]] for i in range(3))
     ab, ac, to_origin = b - a, c - a, np.asarray(pose.origin) - a
