@@ -133,3 +133,26 @@ def test_bench_calibration_surveys_every_corner_of_the_phenotype_box():
     assert box["subjects"] == 65 and set(box["parts"]) == {"mouth", "neck"}
     for row in box["parts"].values():
         assert 0 < row["lowest"] <= row["highest"] and 0 <= row["outside_20_percent"] <= 65
+
+
+def test_bench_landmark_fit_summarises_the_ladders_it_prints():
+    """One image ladder through pixels: the summary's count, mean gap to the exact rungs and
+    smallest step are those of the printed row (the figures variants of the fit are compared on)."""
+    import os
+    import re
+
+    env = dict(os.environ, MASKSCORE_LOAD_PLUGINS="maskscore-mesh,maskscore-image,maskscore-video,maskscore-face-landmarks")
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_landmark_fit.py"), "--ladders", "1", "--modalities", "image"],
+                          capture_output=True, text=True, timeout=900, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith("| image |")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    pixels, exact = ([float(v) for v in cells[i].split("/")] for i in (3, 6))
+    gap = sum(abs(p - e) for p, e in zip(pixels[1:4], exact[1:4])) / 3
+    step = min(a - b for a, b in zip(pixels, pixels[1:]))
+    summary = done.stdout.strip().splitlines()[-1]
+    found = re.fullmatch(r"in order: (\d) of 1 ladders; rungs 2-4 through pixels lie (\S+) from the exact rungs on average;"
+                         r" smallest step down a ladder (\S+)", summary)  # fmt: skip
+    assert found, summary
+    assert int(found[1]) == (cells[-1] == "yes") == (step > 0)
+    assert abs(float(found[2]) - gap) <= 0.006 and abs(float(found[3]) - step) <= 0.006  # the row is rounded to 0.01
