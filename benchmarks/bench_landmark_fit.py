@@ -175,7 +175,7 @@ def ladder_summary(results: list[LadderResult]) -> str:
     these three figures, not on the count alone, which moves with single ties."""
     graded = [r for r in results if r.graded]
     scored = [r for r in graded if r.pixels is not None]
-    ordered = sum(r.pixels is not None and all(a > b for a, b in zip(r.pixels, r.pixels[1:])) for r in graded)
+    ordered = sum(all(a > b for a, b in zip(r.pixels, r.pixels[1:])) for r in scored)  # a failed ladder is not
     text = f"in order: {ordered} of {len(graded)} ladders"
     if scored:
         gaps = [abs(p - e) for r in scored for p, e in zip(r.pixels[1:4], r.exact[1:4])]
