@@ -167,6 +167,12 @@ class LadderResult:
     graded: bool = True  # False: refused by name (a part pixels are not read for), not counted
 
 
+def smallest_step(overall) -> float:
+    """The smallest drop between neighbouring rungs: positive where the ladder falls strictly
+    down its rungs (in order), zero or negative where it does not."""
+    return min(a - b for a, b in zip(overall, overall[1:]))
+
+
 def ladder_summary(results: list[LadderResult]) -> str:
     """How many graded ladders fall strictly down their rungs through pixels; how far rungs 2-4
     through pixels lie from the same rungs as exact states, on average (rung 1 is the reference
@@ -175,11 +181,11 @@ def ladder_summary(results: list[LadderResult]) -> str:
     these three figures, not on the count alone, which moves with single ties."""
     graded = [r for r in results if r.graded]
     scored = [r for r in graded if r.pixels is not None]
-    ordered = sum(all(a > b for a, b in zip(r.pixels, r.pixels[1:])) for r in scored)  # a failed ladder is not
+    steps = [smallest_step(r.pixels) for r in scored]
+    ordered = sum(step > 0 for step in steps)  # a failed ladder is not
     text = f"in order: {ordered} of {len(graded)} ladders"
     if scored:
         gaps = [abs(p - e) for r in scored for p, e in zip(r.pixels[1:4], r.exact[1:4])]
-        steps = [min(a - b for a, b in zip(r.pixels, r.pixels[1:])) for r in scored]
         text += (f"; rungs 2-4 through pixels lie {np.mean(gaps):.3f} from the exact rungs on average;"
                  f" smallest step down a ladder {min(steps):+.3f}")  # fmt: skip
     return text
@@ -194,10 +200,10 @@ def ladders(count: int, workdir, seed: int = 0, trials_seed: int = 0, modalities
     written as PNG folders and read back. Both are scored against references read through pixels
     of the same size. Each line: overall / instruction_following / consistency of rungs 1-5
     through pixels, overall of the same rungs as exact body states, and whether overall falls
-    strictly down the rungs (each printed as it is done, and returned with its figures). only: instance numbers (1-based) to run, the others skipped. errors:
-    also print each rung's fit errors against the states that drew it (video: per frame,
-    `frame_errors`; image: frames A and B too, `picture_errors`)."""
-    import itertools
+    strictly down the rungs (each printed as it is done, and returned with its figures). only:
+    instance numbers (1-based) to run, the others skipped. errors: also print each rung's fit
+    errors against the states that drew it (video: per frame, `frame_errors`; image: frames A
+    and B too, `picture_errors`)."""
     from pathlib import Path
 
     from maskscore_core.plugin import manager as plugins
@@ -260,7 +266,7 @@ def ladders(count: int, workdir, seed: int = 0, trials_seed: int = 0, modalities
             try:
                 overall, following, consistency = score(instance, pixels)
                 exact_overall = score(instance, exact)[0]
-                ordered = "yes" if all(a > b for a, b in itertools.pairwise(overall)) else "no"
+                ordered = "yes" if smallest_step(overall) > 0 else "no"
                 line = (f"| {modality} | {trials_seed}/{seed} | {name} | {fmt(overall)} | {fmt(following)} |"
                         f" {fmt(consistency)} | {fmt(exact_overall)} | {ordered} |")  # fmt: skip
                 result = LadderResult(line, tuple(overall), tuple(exact_overall))
@@ -347,6 +353,9 @@ def builds(trial_seeds: list[int], size: int = 448) -> list[str]:
     return lines
 
 
+OLD_SAME_BUILD = 0.009  # `SilhouetteFit.same_build` while every accessory was counted: the rule compared with
+
+
 def same_build(trial_seeds: list[int], ladder_seeds: list[tuple[int, int]], size: int = 448) -> list[str]:
     """How well the outline test (`silhouette.outline_distance` against `SilhouetteFit.same_build`)
     tells the subject's own pictures from other subjects'. Own: four frames of each subject of the
@@ -400,15 +409,17 @@ def same_build(trial_seeds: list[int], ladder_seeds: list[tuple[int, int]], size
             for name, state in drawn:
                 label = f"ladder {trials_seed}/{seed} #{number} ({instance.instruction.part}) {name}"
                 measure(name != "rung 5", label, picture(state, size), instance.a.state)
-    limit = silhouette.SilhouetteFit().same_build * size
+    same = silhouette.SilhouetteFit().same_build
+    limits = (same * size, OLD_SAME_BUILD * size)
+    at = " / ".join(f"{t:.2f}" for t in limits)
     lines = [f"{sum(o for o, _, _ in found)} own pictures, {sum(not o for o, _, _ in found)} others'; same_build"
-             f" {silhouette.SilhouetteFit().same_build} = {limit:.2f} px",  # fmt: skip
-             "| rule | own: largest (which) | others: smallest (which) | own read again at 3.14 / 4.03 px | others kept at 3.14 / 4.03 px |",
+             f" {same} = {limits[0]:.2f} px (before the hat was left out: {OLD_SAME_BUILD})",  # fmt: skip
+             f"| rule | own: largest (which) | others: smallest (which) | own read again at {at} px | others kept at {at} px |",
              "|---|---|---|---|---|"]  # fmt: skip
     for rule in rules:
         own = sorted(((d[rule], label) for o, label, d in found if o), reverse=True)
         other = sorted((d[rule], label) for o, label, d in found if not o)
-        counts = [sum(v > t for v, _ in own) for t in (3.14, 4.03)], [sum(v <= t for v, _ in other) for t in (3.14, 4.03)]
+        counts = [sum(v > t for v, _ in own) for t in limits], [sum(v <= t for v, _ in other) for t in limits]
         lines.append(f"| {rule} | {own[0][0]:.2f} ({own[0][1]}), then {own[1][0]:.2f} | {other[0][0]:.2f} ({other[0][1]}),"
                      f" then {other[1][0]:.2f} | {counts[0][0]} / {counts[0][1]} | {counts[1][0]} / {counts[1][1]} |")  # fmt: skip
     print("\n".join(lines), flush=True)
