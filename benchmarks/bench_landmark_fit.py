@@ -482,11 +482,14 @@ def picture_speed(size: int = 448, repeats: int = 3) -> dict:
     """Detect + fit time per picture as the image modality reads it (median of `repeats`), in one
     run: a picture of the subject read with the landmarks alone and with the outline check
     (`silhouette.py` step 1), and a picture of another subject, which the outline check sends on
-    to the build's fit and a second face fit (step 2). Subjects: the two of the built-in trials
-    (seed 0) whose builds differ most, as their first frames."""
+    to the build's fit and a second face fit (step 2), and the subject's picture read as the
+    image modality reads it, the fit then refined against the pixels (`photometric.py`).
+    Subjects: the two of the built-in trials (seed 0) whose builds differ most, as their first
+    frames."""
     import tempfile
 
     from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+    from maskscore_face_landmarks.photometric import PhotometricFit
     from maskscore_face_landmarks.pixels import PixelFitter, picture
     from maskscore_face_landmarks.silhouette import SilhouetteFit
 
@@ -495,8 +498,9 @@ def picture_speed(size: int = 448, repeats: int = 3) -> dict:
                          key=lambda p: sum(abs(p[0].phenotype[k] - p[1].phenotype[k]) for k in p[0].phenotype))  # fmt: skip
     own, theirs = picture(subject, size), picture(other, size)
     plain, outlined = PixelFitter(), PixelFitter(silhouette=SilhouetteFit())
-    plain.fit(own, subject, "warm-up")
-    outlined.fit(own, subject, "warm-up")  # the neutral detection and the segmenter, outside the timing
+    refined = PixelFitter(silhouette=SilhouetteFit(), photometric=PhotometricFit())
+    for fitter in (plain, outlined, refined):  # the neutral detection and the segmenter, outside the timing
+        fitter.fit(own, subject, "warm-up")
 
     def timed(fitter, pixels):
         runs = []
@@ -507,8 +511,9 @@ def picture_speed(size: int = 448, repeats: int = 3) -> dict:
         return float(np.median(runs))
 
     out = {"picture_size_px": size, "picture_landmarks_ms": timed(plain, own), "picture_outline_check_ms": timed(outlined, own),
-           "picture_other_subject_ms": timed(outlined, theirs)}  # fmt: skip
+           "picture_other_subject_ms": timed(outlined, theirs), "picture_photometric_ms": timed(refined, own)}  # fmt: skip
     out["picture_check_over_landmarks"] = out["picture_outline_check_ms"] / out["picture_landmarks_ms"]
+    out["picture_photometric_over_landmarks"] = out["picture_photometric_ms"] / out["picture_landmarks_ms"]
     out["picture_other_over_landmarks"] = out["picture_other_subject_ms"] / out["picture_landmarks_ms"]
     return out
 
@@ -652,7 +657,9 @@ def main() -> int:
     print(f"a picture, detect + fit (the image modality): {speed['picture_landmarks_ms']:.0f} ms with the landmarks alone,"
           f" {speed['picture_outline_check_ms']:.0f} ms with the outline check ({speed['picture_check_over_landmarks']:.2f} x);"
           f" another subject's picture, outline fit and a second face fit: {speed['picture_other_subject_ms']:.0f} ms"
-          f" ({speed['picture_other_over_landmarks']:.2f} x; {speed['picture_size_px']} px)")  # fmt: skip
+          f" ({speed['picture_other_over_landmarks']:.2f} x; {speed['picture_size_px']} px); the subject's picture refined"
+          f" against its pixels (as the image modality reads it): {speed['picture_photometric_ms']:.0f} ms"
+          f" ({speed['picture_photometric_over_landmarks']:.2f} x)")  # fmt: skip
     speed.update(clip_speed())
     print(f"a pixel clip's frames, detect + fit: {speed['clip_weighed_ms_per_frame']:.0f} ms weighed (the video modality),"
           f" {speed['clip_joint_ms_per_frame']:.0f} ms joint alone: {speed['clip_weighed_over_joint']:.2f} x"

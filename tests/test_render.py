@@ -8,7 +8,7 @@ import pytest
 
 from maskscore_core.plugin.records import BodyState
 from maskscore_core.body.reference_mesh import get_reference_mesh
-from maskscore_core.metric.render import RenderResult, Renderer, find_llvm, get_renderer, select_variant
+from maskscore_core.metric.render import RenderError, RenderResult, Renderer, find_llvm, get_renderer, select_variant
 from maskscore_core.metric.views import ViewConfig, pixel_ray_directions
 
 SMALL = ViewConfig(count=4, resolution=64)
@@ -172,3 +172,34 @@ def test_frustum_culling_leaves_the_renders_unchanged(meshes, monkeypatch):
     for name in ("depth", "normals", "face_id", "coverage"):
         assert getattr(culled, name).tobytes() == getattr(whole, name).tobytes(), name
     assert np.isin(culled.face_id[culled.coverage], shown).all()
+
+
+def test_a_window_is_rendered_as_the_whole_view_renders_it_there(meshes, monkeypatch):
+    """`render_window` renders one rectangle of a view (Mitsuba's film crop, the faces culled to
+    the window's frustum): the passes of the whole view there, to float32 rounding of the rays
+    (a rare edge pixel may flip), and culling to the window changes nothing."""
+    from maskscore_core.metric import render
+
+    config = ViewConfig(count=1, resolution=160)
+    renderer = Renderer(config)
+    whole = renderer.render(meshes["jaw"])
+    x, y, w, h = window = (40, 30, 70, 90)
+    part = renderer.render_window(meshes["jaw"], window)
+    assert part.depth.shape == (1, h, w) and part.normals.shape == (1, h, w, 3)
+    same = part.face_id[0] == whole.face_id[0, y : y + h, x : x + w]
+    assert same.mean() > 0.998 and part.coverage[0].sum() > 0.3 * w * h
+    assert np.abs(part.depth[0] - whole.depth[0, y : y + h, x : x + w])[same].max() < DEPTH_TOLERANCE_M
+    pose = render.camera_poses(config)
+    shown = render.faces_in_view(meshes["jaw"], meshes["faces"], pose, config.fov_deg, config.near_clip, 160, 160, window)
+    everywhere = render.faces_in_view(meshes["jaw"], meshes["faces"], pose, config.fov_deg, config.near_clip, 160, 160)
+    assert len(shown) < 0.9 * len(everywhere) and np.isin(shown, everywhere).all()
+    monkeypatch.setattr(render, "faces_in_view", lambda vertices, faces, *rest: np.arange(len(faces)))
+    unculled = Renderer(config).render_window(meshes["jaw"], window)
+    for name in ("depth", "normals", "face_id", "coverage"):
+        assert getattr(part, name).tobytes() == getattr(unculled, name).tobytes(), name
+
+
+@pytest.mark.parametrize("window", [(-1, 0, 10, 10), (0, 0, 0, 10), (100, 100, 80, 10)])
+def test_a_window_outside_the_view_is_refused(meshes, window):
+    with pytest.raises(RenderError, match="render window"):
+        Renderer(ViewConfig(count=1, resolution=160)).render_window(meshes["jaw"], window)

@@ -142,9 +142,11 @@ def select_variant() -> str:
         return "scalar_rgb"
 
 
-def _sensor_dict(pose: CameraPose, fov_deg: float, near_clip: float, width: int, height: int) -> dict:
+def _sensor_dict(pose: CameraPose, fov_deg: float, near_clip: float, width: int, height: int,
+                 window: tuple[int, int, int, int] | None = None) -> dict:  # fmt: skip
     import mitsuba as mi
 
+    crop = {} if window is None else dict(zip(("crop_offset_x", "crop_offset_y", "crop_width", "crop_height"), map(int, window)))
     return {
         "type": "perspective",
         "fov": float(fov_deg),
@@ -158,6 +160,7 @@ def _sensor_dict(pose: CameraPose, fov_deg: float, near_clip: float, width: int,
             "height": height,
             "rfilter": {"type": "box"},
             "pixel_format": "rgb",
+            **crop,
         },
     }
 
@@ -181,21 +184,27 @@ def vertex_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
 # Frustum culling keeps a face unless it is certainly invisible; this slack (relative to the
 # frustum's half-width) keeps float rounding at a frustum side from dropping a visible sliver.
 CULL_SLACK = 1.02
+WINDOW_SCENES_KEPT = 4
 FAR_CLIP = 100.0
 
 
 def faces_in_view(vertices: np.ndarray, faces: np.ndarray, poses: list[CameraPose], fov_deg: float,
-                  near_clip: float, width: int, height: int) -> np.ndarray:
-    """Indices of the faces that may show in at least one of the views.
+                  near_clip: float, width: int, height: int, window: tuple[int, int, int, int] | None = None) -> np.ndarray:
+    """Indices of the faces that may show in at least one of the views (in `window` (x, y, w, h)
+    of their pixels when given).
 
     Why: the aov integrator casts only primary rays, so a triangle lying wholly outside one plane
     of a view's frustum (its sides, near or far clip) cannot be hit in that view. With the
     default head framing most of ANNY's faces are out of every view, and Embree's BVH rebuild
     (the costliest step of swapping a mesh in) shrinks with them; the renders do not change.
     """
-    half = np.tan(np.radians(fov_deg) / 2.0) * CULL_SLACK
-    smaller = min(width, height)
-    half_x, half_y = half * width / smaller, half * height / smaller
+    half = np.tan(np.radians(fov_deg) / 2.0)
+    x0, y0, w, h = window if window is not None else (0, 0, width, height)
+    # The window's sides as tangents of camera space (left, up): column c's edge lies at
+    # -(2c - width) * half / smaller, row r's at -(2r - height) * half / smaller.
+    scale, slack = half / min(width, height), half * (CULL_SLACK - 1.0)
+    left_min, left_max = -(2 * (x0 + w) - width) * scale - slack, -(2 * x0 - width) * scale + slack
+    up_min, up_max = -(2 * (y0 + h) - height) * scale - slack, -(2 * y0 - height) * scale + slack
     frames = np.stack([pose.to_world() for pose in poses])  # (N, 4, 4)
     vertices = np.asarray(vertices, dtype=np.float64)
     # Camera-space coordinates (left, up, forward) of every vertex in every view, (V, N) each;
@@ -203,7 +212,7 @@ def faces_in_view(vertices: np.ndarray, faces: np.ndarray, poses: list[CameraPos
     offset = vertices[:, None, :] - frames[None, :, :3, 3]
     x, y, z = (sum(offset[..., k] * frames[None, :, k, axis] for k in range(3)) for axis in range(3))
     outside = np.stack(
-        [x > half_x * z, x < -half_x * z, y > half_y * z, y < -half_y * z, z < near_clip, z > FAR_CLIP], axis=1
+        [x > left_max * z, x < left_min * z, y > up_max * z, y < up_min * z, z < near_clip, z > FAR_CLIP], axis=1
     )  # (V, 6 planes, N views)
     # One bit per view, one byte row per plane: a face is out of a view when its three vertices
     # share an "outside" bit of that view in some plane, and culled when that holds in every view.
@@ -213,18 +222,28 @@ def faces_in_view(vertices: np.ndarray, faces: np.ndarray, poses: list[CameraPos
     return np.flatnonzero(~out_of_view.all(axis=1))
 
 
+def _inside(window, width: int, height: int) -> bool:
+    x, y, w, h = window
+    return 0 <= x and 0 <= y and w > 0 and h > 0 and x + w <= width and y + h <= height
+
+
 def _forward(pose: CameraPose) -> np.ndarray:
     return pose.to_world()[:3, 2]
 
 
 class _Scene:
-    """One Mitsuba scene: the reference mesh seen by `poses`, rendered into (N,H,W) passes."""
+    """One Mitsuba scene: the reference mesh seen by `poses`, rendered into (N,H,W) passes.
+    window (x, y, w, h): of one view, only that rectangle of its width x height pixels is
+    rendered, as (1, h, w) passes (Mitsuba's film crop)."""
 
-    def __init__(self, faces: np.ndarray, vertex_count: int, poses: list[CameraPose], config: ViewConfig, width: int, height: int):
+    def __init__(self, faces: np.ndarray, vertex_count: int, poses: list[CameraPose], config: ViewConfig, width: int,
+                 height: int, window: tuple[int, int, int, int] | None = None):  # fmt: skip
         select_variant()
         import mitsuba as mi
 
-        self.views, self.width, self.height = len(poses), width, height
+        if window is not None and (len(poses) != 1 or not _inside(window, width, height)):
+            raise RenderError(f"a render window is a rectangle inside one view's {width}x{height} pixels, got {window} on {len(poses)} views")
+        self.views, self.width, self.height, self.full_size, self.window = len(poses), width, height, (width, height), window
         self.poses, self.fov_deg, self.near_clip = list(poses), float(config.fov_deg), float(config.near_clip)
         self.faces = np.asarray(faces, dtype=np.int64)
         self.vertex_count = vertex_count
@@ -233,7 +252,7 @@ class _Scene:
         params["faces"] = mi.UInt32(np.ascontiguousarray(faces, dtype=np.uint32).ravel())
         params["vertex_positions"] = mi.Float(np.zeros(vertex_count * 3, dtype=np.float32))
         params.update()
-        sensors = [_sensor_dict(p, config.fov_deg, config.near_clip, width, height) for p in poses]
+        sensors = [_sensor_dict(p, config.fov_deg, config.near_clip, width, height, window) for p in poses]
         if len(sensors) == 1:
             sensor = sensors[0]
         else:
@@ -265,13 +284,16 @@ class _Scene:
         self.near_offset = np.stack(
             [config.near_clip / (pixel_ray_directions(p, config.fov_deg, width, height) @ _forward(p)) for p in poses]
         ).astype(np.float32)
+        if window is not None:
+            x, y, self.width, self.height = window
+            self.near_offset = np.ascontiguousarray(self.near_offset[:, y : y + self.height, x : x + self.width])
 
     def render(self, vertices: np.ndarray) -> RenderResult:
         import mitsuba as mi
 
         flat = np.ascontiguousarray(vertices, dtype=np.float32).ravel()
         normals = np.ascontiguousarray(vertex_normals(vertices, self.faces), dtype=np.float32).ravel()
-        shown = faces_in_view(vertices, self.faces, self.poses, self.fov_deg, self.near_clip, self.width, self.height)
+        shown = faces_in_view(vertices, self.faces, self.poses, self.fov_deg, self.near_clip, *self.full_size, self.window)
         if len(shown) == 0:
             shown = np.zeros(1, dtype=np.int64)  # nothing in view: one face, which no ray hits
         with _RENDER_LOCK:
@@ -305,6 +327,7 @@ class Renderer:
         size = self.view_config.resolution
         self._scene = _Scene(self.reference.faces, self.reference.vertex_count, self.poses, self.view_config, size, size)
         self._rgb_scenes: dict[tuple[int, int, int], _Scene] = {}
+        self._window_scenes: dict[tuple[int, int, int, int], _Scene] = {}
         self._rgb_lock = threading.Lock()
 
     def check(self, vertices: np.ndarray, what: str = "mesh") -> np.ndarray:
@@ -314,6 +337,22 @@ class Renderer:
     def render(self, vertices: np.ndarray, what: str = "mesh") -> RenderResult:
         """Depth, normals, face ids and coverage of one mesh on every view."""
         return self._scene.render(self.check(vertices, what))
+
+    def render_window(self, vertices: np.ndarray, window: tuple[int, int, int, int], what: str = "mesh") -> RenderResult:
+        """The passes of one view's rectangle window = (x, y, w, h) of its pixels, (1, h, w) each,
+        for fits that compare a small part of a picture many times: what `render` gives there,
+        to float32 rounding of the rays (which may flip a rare edge pixel; tests/test_render.py).
+        Needs a one-view config; the last few windows' scenes are kept."""
+        window = tuple(int(v) for v in window)
+        with self._rgb_lock:
+            scene = self._window_scenes.get(window)
+            if scene is None:
+                size = self.view_config.resolution
+                scene = _Scene(self.reference.faces, self.reference.vertex_count, self.poses, self.view_config, size, size, window)
+                while len(self._window_scenes) >= WINDOW_SCENES_KEPT:
+                    self._window_scenes.pop(next(iter(self._window_scenes)))
+                self._window_scenes[window] = scene
+        return scene.render(self.check(vertices, what))
 
     def render_rgb(self, vertices: np.ndarray, width: int, height: int, view_index: int = 0) -> np.ndarray:
         """A plain shaded (H,W,3) uint8 picture of the mesh from view `view_index`, for video

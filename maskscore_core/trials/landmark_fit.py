@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import attrs
 import numpy as np
@@ -633,6 +633,7 @@ class FitResult:
     evaluations: int = 0
     rigid_weight: float | None = None  # `weighed_fit`: the rigid fit's share
     converged: bool = True  # every L-BFGS-B stage stopped by its stopping rule, not by `lbfgs_steps`
+    photometric: Any = None  # what a refinement against the picture's pixels found (maskscore_face_landmarks.photometric)
 
 
 # The fit of detected pixels (mediapipe-478 anchors): the visible actions only, with an L1 pull

@@ -26,6 +26,7 @@ import numpy as np
 from maskscore_core.plugin.records import Appearance, BodyState
 from maskscore_core.trials import landmark_fit as lf
 
+from .photometric import PhotometricFit, refine
 from .silhouette import SilhouetteFit, fit_phenotype, outline_distance, outline_state
 
 DEFAULT_RESOLUTION = 448  # the face about 100 px wide (the detector refuses faces under 60 px)
@@ -88,15 +89,43 @@ def picture(state: BodyState, resolution: int) -> np.ndarray:
 
     Supersampled: with one sample a pixel, the lips' and lids' edges step from pixel to pixel as
     they move, and the detector's points jump with them; averaged samples move smoothly."""
-    from maskscore_core.metric import appearance
+    (shaded,) = drawn([state], resolution)
+    return np.clip(np.rint(shaded * 255.0), 0, 255).astype(np.uint8)
+
+
+def drawn(states: list[BodyState], resolution: int, window: tuple[int, int, int, int] | None = None) -> list[np.ndarray]:
+    """`picture` of each state before rounding to 8 bits, (h, w, 3) float64 in 0..1, of the
+    picture's rectangle window = (x, y, w, h) (the whole picture when None). A window is drawn
+    alone (`Renderer.render_window`): the same pixels to float32 rounding, one edge pixel in a
+    few thousand excepted."""
     from maskscore_core.body.reference_mesh import get_reference_mesh
+    from maskscore_core.metric import appearance
     from maskscore_core.metric.render import get_renderer
 
-    vertices = get_reference_mesh().vertices([state])[0]
-    result = get_renderer(pixel_view(resolution * SUPERSAMPLE)).render(vertices)
-    fine = appearance.shade(result, state.appearance or Appearance())[0].astype(np.float64)
-    coarse = fine.reshape(resolution, SUPERSAMPLE, resolution, SUPERSAMPLE, 3).mean(axis=(1, 3))
-    return np.clip(np.rint(coarse * 255.0), 0, 255).astype(np.uint8)
+    if not states:
+        return []
+    x, y, w, h = window if window is not None else (0, 0, resolution, resolution)
+    renderer = get_renderer(pixel_view(resolution * SUPERSAMPLE))
+    fine_window = tuple(v * SUPERSAMPLE for v in (x, y, w, h))
+    out = []
+    for state, vertices in zip(states, get_reference_mesh().vertices(list(states))):
+        result = renderer.render(vertices) if window is None else renderer.render_window(vertices, fine_window)
+        fine = appearance.shade(result, state.appearance or Appearance())[0].astype(np.float64)
+        out.append(fine.reshape(h, SUPERSAMPLE, w, SUPERSAMPLE, 3).mean(axis=(1, 3)))
+    return out
+
+
+def drawn_as(fitted: BodyState, subject: BodyState, config: lf.FitConfig) -> BodyState:
+    """`fitted` (a landmark fit with `config`) as the picture would draw it if it shows
+    `subject`: with the subject's build, look, what it wears, its part scales, its pose outside
+    the fitted bones and its value of each action the fit leaves out (cheeks, nose, gaze)."""
+    from maskscore_core.body.anny_model import get_body_model
+
+    expression = np.array(subject.expression, dtype=np.float64, copy=True)
+    fitted_actions = [get_body_model().action_index(name) for name in config.actions] if config.actions else slice(None)
+    expression[fitted_actions] = np.asarray(fitted.expression)[fitted_actions]
+    posed = outline_state(fitted, subject, config.bones)
+    return attrs.evolve(posed, expression=expression, appearance=subject.appearance)
 
 
 @functools.cache
@@ -145,11 +174,13 @@ class PixelFitter:
     the phenotype is then read from the person's outline (`silhouette.py`), not from the face
     landmarks alone."""
 
-    def __init__(self, detector=None, config: lf.FitConfig | None = None, silhouette: SilhouetteFit | None = None) -> None:
+    def __init__(self, detector=None, config: lf.FitConfig | None = None, silhouette: SilhouetteFit | None = None,
+                 photometric: PhotometricFit | None = None) -> None:  # fmt: skip
         self.detector = detector or default_detector()
         self.anchors = self.detector.anchors()
         self.config = config or PIXEL_PICTURE_FIT
         self.silhouette = silhouette
+        self.photometric = photometric
         self._biases: dict = {}
         self._lock = threading.Lock()
 
@@ -180,10 +211,18 @@ class PixelFitter:
         """The body state a square frame of the frontal camera shows; `subject` gives the
         phenotype and look (its neutral picture measures the detector's offset). With
         `silhouette`, a picture whose outline the subject's build does not explain is read as
-        another build (`shown_subject`), the face fitted again with it."""
+        another build (`shown_subject`), the face fitted again with it. With `photometric`, the
+        fit is then refined against the picture's pixels where the look explains them
+        (`photometric.refine`; `FitResult.photometric` says what it found)."""
         fit = self._fit_landmarks(image, subject, where, init, config)
         shown = self.shown_subject(image, fit, subject, where, config)
-        return fit if shown is subject else self._fit_landmarks(image, shown, where, None, config)
+        if shown is not subject:
+            fit = self._fit_landmarks(image, shown, where, None, config)
+        if self.photometric is None:
+            return fit
+        config = config or self.config
+        found = refine(np.asarray(image)[..., :3], fit, drawn_as(fit.state, shown, config), config, self.photometric)
+        return attrs.evolve(fit, state=found.state, photometric=found)
 
     def shown_subject(self, image: np.ndarray, fit: lf.FitResult, subject: BodyState, where: str,
                       config: lf.FitConfig | None = None) -> BodyState:  # fmt: skip

@@ -2,6 +2,8 @@
 a face-landmark detector and the landmark fit (see README.md). The Modality object and two
 hooks; the work lives in the modules."""
 
+import attrs
+
 from maskscore_core import Column, hookimpl
 from maskscore_core.body import parts
 from maskscore_core.plugin.context import CoreOptions
@@ -42,12 +44,16 @@ class Image(FileModality):
 
     def decode_reference(self, instance, which, ctx):
         """Frame A or B drawn as a picture and read back through the detector, as a candidate is:
-        at the candidates' size where the scorer gives it (`ctx.config["pixel_references"]`)."""
+        at the candidates' size where the scorer gives it (`ctx.config["pixel_references"]`),
+        read as frame A's subject in the frame's own look and wardrobe (frame B may come from
+        another trial, lit and dressed otherwise); nothing else of the frame is given."""
         from maskscore_face_landmarks.pixels import picture
 
         size = (ctx.config.options(CoreOptions).pixel_references if ctx is not None else None) or representation.resolution(ctx)
-        pixels = picture(instance.frame(which).state, int(size))
-        return decode_frames([pixels], instance, ctx, [f"frame {which.upper()} of {instance.key}"])[0]
+        frame = instance.frame(which).state
+        pixels = picture(frame, int(size))
+        subject = attrs.evolve(instance.a.state, appearance=frame.appearance, accessories=frame.accessories)
+        return decode_frames([pixels], instance, ctx, [f"frame {which.upper()} of {instance.key}"], subject=subject)[0]
 
     def pixel_size(self, asset):
         """Every picture is read through the detector: its size."""
