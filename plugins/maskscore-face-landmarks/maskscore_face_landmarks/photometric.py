@@ -1,14 +1,14 @@
 """Analysis by synthesis: a picture's landmark fit refined against the picture's own pixels.
 
 The detector places its points to 0.5-2 px, and on a few faces that error is the size of the
-edit: a jaw opened by 0.3 read as a lowered lip, a head turned by 0.01 rad read as still
+edit: a jaw opened by 0.3 read as a lowered lip, a head pitched 0.08 rad read as 0.036
 (plugins/maskscore-image/README.md). The pixels around the face say more than 478 points do,
 where the subject's look is known, as it is for the image modality (frame A's appearance, what
 it wears, its body pose, drawn by the one camera of pictures, `pixels.picture`). `refine` draws
 the fitted state with that look, compares it with the picture over a window around the face
-(both blurred a little, so that an edge moved by part of a pixel changes the difference
-smoothly), and runs Levenberg-Marquardt on the fitted facial actions and the head's turn from the
-landmark fit, with finite differences (one drawing per parameter per step).
+(both blurred, so that an edge moved by part of a pixel changes the difference smoothly), and
+moves every facial action and the head's turn from the landmark fit until the drawing matches
+(`refine`: Levenberg-Marquardt, coarse to fine, finite differences).
 
 A picture the look does not explain (someone else, another look or renderer) keeps its landmark
 fit: the refinement stands only when its drawing comes within `explained_rms` of the picture
@@ -37,8 +37,9 @@ class PhotometricFit:
     every parameter towards the landmark fit's value (per unit squared, against the summed
     squared colour differences), which holds what the pixels do not show (an eye behind a
     rim); explained_rms: the largest RMS difference (0-1 colour values, in the window, at the
-    finest blur) at which the drawing counts as the picture's (a subject drawn in its own look
-    comes within 0.002 of its picture; someone else's look lies 0.1-0.2 off)."""
+    finest blur) at which the drawing counts as the picture's (the subject drawn exactly in its
+    own look comes within 0.001 of its picture; someone else's picture stays 0.09 or more off:
+    plugins/maskscore-face-landmarks/README.md)."""
 
     blurs_px: tuple[float, ...] = (8.0, 4.0, 2.0, 1.0)
     turn_alone_px: float = 4.0
@@ -129,13 +130,16 @@ def refine(image: np.ndarray, fit: lf.FitResult, look: BodyState, config: lf.Fit
     pixels off still overlaps its place); the widest stages move the head's turn alone (a turn
     a tenth of a radian off moves every edge of the head by pixels, and the actions' slopes
     drawn there are not those at the right turn). Then every facial action moves too. The
-    Jacobian is drawn once, by forward differences at the landmark fit (a blur is linear, so
-    each stage blurs the same drawings), and updated after every step by Broyden's rank-one
-    rule instead of drawn again."""
+    Jacobian is drawn by forward differences where a stage starts (again only where a
+    parameter has moved by more than its step since: a blur is linear, so each stage blurs the
+    same drawings), and updated after every step by Broyden's rank-one rule instead of drawn
+    again."""
     problem = _Problem(image, look, config, face_window(fit.predicted_px, int(np.asarray(image).shape[0]), settings.margin), settings)
     anchor = theta = problem.parameters(look)
-    (start,) = problem.drawings([theta])
-    drawings, current, drawn_at, differences = 1, start, None, {}
+    (current,) = problem.drawings([theta])
+    finest = settings.blurs_px[-1]
+    before = float(np.sqrt(np.mean((problem.blurred(current, finest) - problem.blurred(problem.picture, finest)) ** 2)))
+    drawings, drawn_at, differences = 1, None, {}
     for blur in settings.blurs_px:
         free = problem.turn if blur >= settings.turn_alone_px else np.arange(theta.size)
         if drawn_at is None or np.any(np.abs(theta - drawn_at) > problem.steps):  # linearised too far away
@@ -149,9 +153,7 @@ def refine(image: np.ndarray, fit: lf.FitResult, look: BodyState, config: lf.Fit
         jacobian = np.stack([problem.blurred(differences[i], blur) for i in free], axis=1)
         theta, current, made = _levenberg_marquardt(problem, blur, observed, jacobian, free, theta, current, anchor, settings)
         drawings += made
-        if blur == settings.blurs_px[0]:
-            before = float(np.sqrt(np.mean((problem.blurred(start, settings.blurs_px[-1]) - problem.blurred(problem.picture, settings.blurs_px[-1])) ** 2)))
-    after = float(np.sqrt(np.mean((problem.blurred(current, settings.blurs_px[-1]) - observed) ** 2)))
+    after = float(np.sqrt(np.mean((problem.blurred(current, finest) - problem.blurred(problem.picture, finest)) ** 2)))
     if after > settings.explained_rms:
         return RefinedFit(fit.state, before, after, False, drawings)
     drawn = problem.state(theta)
