@@ -137,8 +137,9 @@ def refine(image: np.ndarray, fit: lf.FitResult, look: BodyState, config: lf.Fit
     problem = _Problem(image, look, config, face_window(fit.predicted_px, int(np.asarray(image).shape[0]), settings.margin), settings)
     anchor = theta = problem.parameters(look)
     (current,) = problem.drawings([theta])
-    finest = settings.blurs_px[-1]
-    before = float(np.sqrt(np.mean((problem.blurred(current, finest) - problem.blurred(problem.picture, finest)) ** 2)))
+    finest, basis = settings.blurs_px[-1], np.eye(theta.size)
+    target = problem.blurred(problem.picture, finest)
+    before = float(np.sqrt(np.mean((problem.blurred(current, finest) - target) ** 2)))
     drawings, drawn_at, differences = 1, None, {}
     for blur in settings.blurs_px:
         free = problem.turn if blur >= settings.turn_alone_px else np.arange(theta.size)
@@ -146,14 +147,14 @@ def refine(image: np.ndarray, fit: lf.FitResult, look: BodyState, config: lf.Fit
             differences, drawn_at = {}, theta
         steps = np.where(theta + problem.steps <= problem.upper, problem.steps, -problem.steps)
         new = [i for i in free if i not in differences]
-        for i, m in zip(new, problem.drawings([theta + steps[i] * np.eye(theta.size)[i] for i in new])):
+        for i, m in zip(new, problem.drawings([theta + steps[i] * basis[i] for i in new])):
             differences[i] = (m - current) / steps[i]
         drawings += len(new)
         observed = problem.blurred(problem.picture, blur)
         jacobian = np.stack([problem.blurred(differences[i], blur) for i in free], axis=1)
         theta, current, made = _levenberg_marquardt(problem, blur, observed, jacobian, free, theta, current, anchor, settings)
         drawings += made
-    after = float(np.sqrt(np.mean((problem.blurred(current, finest) - problem.blurred(problem.picture, finest)) ** 2)))
+    after = float(np.sqrt(np.mean((problem.blurred(current, finest) - target) ** 2)))
     if after > settings.explained_rms:
         return RefinedFit(fit.state, before, after, False, drawings)
     drawn = problem.state(theta)
