@@ -27,7 +27,9 @@ points' pixels move with the phenotype to first order (forward differences of th
 pass, then the camera's projection), so one render serves a whole L-BFGS-B run. The fit's cost
 is the mean distance (pseudo-Huber, in picture widths) between the two outlines, both ways, plus
 an L2 pull towards the subject's phenotype; each round renders and linearises again where the
-last one ended, until a round barely moves the phenotype. The fit uses the body's outline alone
+last one ended, until a round barely moves the phenotype. A round whose step made the cost worse
+(the outline moves to first order only, and a large step outruns that) is taken back and halved:
+unchecked, the rounds ran away from an outline the shown person's own build explains. The fit uses the body's outline alone
 (the subject's accessories are not the other person's).
 """
 
@@ -55,7 +57,8 @@ class SilhouetteFit:
     pseudo-Huber scale of the mesh side (distances below it count as squares, above it as
     lengths). picture_sigma_px: the Geman-McClure scale of the picture side (no pixel counts for
     more than it), so that outline the body does not explain (a hat, a scarf) pulls little.
-    step: the forward differences' step."""
+    step: the forward differences' step. A round whose step made the cost worse counts as a
+    round and is halved, until its step is under `settled`."""
 
     same_build: float = 0.007
     prior: float = 1e-3
@@ -208,7 +211,6 @@ def fit_phenotype(person: np.ndarray, state: BodyState, config: SilhouetteFit = 
     body pass, its outline points each finding some nearby edge of the picture's; the second,
     counted in full, dragged the build after a tall hat and a scarf, hence its bounded cost."""
     from scipy.optimize import minimize
-    from scipy.spatial import cKDTree
 
     from maskscore_core.body.anny_model import get_body_model
 
@@ -218,27 +220,45 @@ def fit_phenotype(person: np.ndarray, state: BodyState, config: SilhouetteFit = 
     targets = np.argwhere(edge)[:, ::-1] + 0.5  # (M, 2) pixel centres, x then y
     names = get_body_model().phenotype_names
     anchor = np.array([float(state.phenotype.get(n, 0.5)) for n in names])
-    values, huber, sigma = anchor.copy(), config.huber_px, config.picture_sigma_px
+    values, best, best_cost = anchor.copy(), anchor.copy(), np.inf
 
     for _ in range(config.rounds):
-        pixels0, slope = _outline_pixels(_with_phenotype(state, names, values), resolution, names, config.step)
-        start = values.copy()
-
-        def cost(x):
-            pixels = pixels0 + slope @ (x - start)
-            far, toward = _bilinear(distance, pixels)
-            soft = np.sqrt(far**2 + huber**2)
-            pull = (far / soft)[:, None] * toward / len(far)
-            near, nearest = cKDTree(pixels).query(targets)
-            back = sigma * near**2 / (near**2 + sigma**2)  # Geman-McClure: at most sigma a pixel
-            np.add.at(pull, nearest, (pixels[nearest] - targets) * (2.0 * sigma**3 / (near**2 + sigma**2) ** 2)[:, None] / len(targets))
-            spread = ((soft - huber).mean() + back.mean()) / resolution
-            grad = np.einsum("ni,nip->p", pull, slope) / resolution
-            return spread + config.prior * ((x - anchor) ** 2).sum(), grad + 2.0 * config.prior * (x - anchor)
-
-        found = minimize(cost, start, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(names),
+        pixels, slope = _outline_pixels(_with_phenotype(state, names, values), resolution, names, config.step)
+        cost = _linearised_cost(pixels, slope, values, anchor, distance, targets, resolution, config)
+        here = cost(values)[0]  # exact: the outline was rendered at `values`
+        if here >= best_cost:
+            # The linear model's step made the outlines worse: back to the best, half the step.
+            values = best + 0.5 * (values - best)
+            if np.abs(values - best).max() < config.settled:
+                break
+            continue
+        best, best_cost = values.copy(), here
+        found = minimize(cost, values, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(names),
                          options={"maxiter": config.lbfgs_steps, "ftol": lf.LBFGS_FTOL, "gtol": lf.LBFGS_GTOL})  # fmt: skip
-        values = np.clip(found.x, 0.0, 1.0)
-        if np.abs(values - start).max() < config.settled:
+        step = np.clip(found.x, 0.0, 1.0) - values
+        if np.abs(step).max() < config.settled:
             break
-    return dict(zip(names, (float(v) for v in values)))
+        values = values + step
+    return dict(zip(names, (float(v) for v in best)))
+
+
+def _linearised_cost(pixels0, slope, start, anchor, distance, targets, resolution: int, config: SilhouetteFit):
+    """`fit_phenotype`'s cost and its gradient in the phenotype, with the mesh's outline points
+    moved to first order from where they were rendered (`pixels0` at phenotype `start`)."""
+    from scipy.spatial import cKDTree
+
+    huber, sigma = config.huber_px, config.picture_sigma_px
+
+    def cost(x):
+        pixels = pixels0 + slope @ (x - start)
+        far, toward = _bilinear(distance, pixels)
+        soft = np.sqrt(far**2 + huber**2)
+        pull = (far / soft)[:, None] * toward / len(far)
+        near, nearest = cKDTree(pixels).query(targets)
+        back = sigma * near**2 / (near**2 + sigma**2)  # Geman-McClure: at most sigma a pixel
+        np.add.at(pull, nearest, (pixels[nearest] - targets) * (2.0 * sigma**3 / (near**2 + sigma**2) ** 2)[:, None] / len(targets))
+        spread = ((soft - huber).mean() + back.mean()) / resolution
+        grad = np.einsum("ni,nip->p", pull, slope) / resolution
+        return spread + config.prior * ((x - anchor) ** 2).sum(), grad + 2.0 * config.prior * (x - anchor)
+
+    return cost

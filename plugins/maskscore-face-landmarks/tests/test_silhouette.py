@@ -48,6 +48,25 @@ def test_someone_else_in_the_subjects_place_reads_as_someone_else(two_subjects):
     assert _body_distance(with_outline, other.phenotype, subject.phenotype) > _body_distance(landmarks_only, other.phenotype, subject.phenotype) + 0.002
 
 
+def test_the_fitted_build_explains_the_outline_better_than_where_it_started(tmp_path):
+    """Each round of `fit_phenotype` moves the build as far as the outline's linearisation says;
+    a round whose step makes the outline worse is taken back and halved. Unchecked, the rounds ran
+    away on the image ladder's wrong-subject picture of trials seed 0, instance 4 (the neck): from
+    5.4 px (the subject's build) to 12.9 px, where the shown person's own build lies 2.0 px off."""
+    trials = generate_trials(AnnySourceConfig(seed=0, subjects=3, trials_per_subject=2), tmp_path / "trials")
+    # That ladder's frame A (anny-s001's second trial, frame 1) and rung 5 (anny-s002's, frame 1).
+    subject, other = trials[3].frames[1].state, trials[5].frames[1].state
+    assert other.phenotype != subject.phenotype
+    pixels = picture(other, SIZE)
+    person = default_segmenter().mask(pixels)
+    posed = attrs.evolve(outline_state(PixelFitter().fit(pixels, subject, "rung 5").state, subject, lf.LINEAR_BONES), accessories=())
+    build = fit_phenotype(person, posed)
+    start = outline_distance(person, posed, slots=())
+    fitted = outline_distance(person, attrs.evolve(posed, phenotype=build), slots=())
+    shown = outline_distance(person, attrs.evolve(posed, phenotype=dict(other.phenotype)), slots=())
+    assert fitted < min(start, shown)
+
+
 def test_the_subjects_own_picture_keeps_the_landmark_reading(two_subjects):
     """The subject's own picture, mouth open, is explained by the subject's outline (within
     `same_build`), so its reading is the landmark fit's, untouched; the other subject's outline
