@@ -39,7 +39,9 @@ class PhotometricFit:
     rim); explained_rms: the largest RMS difference (0-1 colour values, in the window, at the
     finest blur) at which the drawing counts as the picture's (the subject drawn exactly in its
     own look comes within 0.001 of its picture; someone else's picture stays 0.09 or more off:
-    plugins/maskscore-face-landmarks/README.md)."""
+    plugins/maskscore-face-landmarks/README.md). A clip's frames (`refine_clip`):
+    clip_blurs_px, the stages each runs; redraw_after_steps, how far (in steps) a frame's
+    facial actions may start from where the carried slopes were drawn."""
 
     blurs_px: tuple[float, ...] = (8.0, 4.0, 2.0, 1.0)
     turn_alone_px: float = 4.0
@@ -47,6 +49,8 @@ class PhotometricFit:
     margin: float = 0.3
     landmark_prior: float = 2.0
     explained_rms: float = 0.03
+    clip_blurs_px: tuple[float, ...] = (2.0, 1.0)
+    redraw_after_steps: float = 10.0
 
 
 @attrs.frozen
@@ -59,6 +63,19 @@ class RefinedFit:
     rms_after: float
     kept: bool
     drawings: int
+
+
+@attrs.define(eq=False)
+class Slopes:
+    """The drawing's forward differences in each parameter (unblurred, over one window: a blur
+    is linear, so every stage blurs the same ones), and the parameters they were drawn at.
+    A clip carries them from frame to frame (`refine_clip`)."""
+
+    at: np.ndarray | None = None
+    columns: dict = attrs.Factory(dict)
+
+    def forget(self, at: np.ndarray) -> None:
+        self.at, self.columns = at, {}
 
 
 def face_window(predicted_px: np.ndarray, size: int, margin: float) -> tuple[int, int, int, int]:
@@ -77,7 +94,7 @@ class _Problem:
     """One picture's parameters (every facial action, the head's whole turn shared over the
     fitted chain), drawings of them around the face, and their blurred differences."""
 
-    def __init__(self, image: np.ndarray, look: BodyState, config: lf.FitConfig, window, settings: PhotometricFit):
+    def __init__(self, image: np.ndarray, look: BodyState, config: lf.FitConfig, window, blurs: tuple[float, ...]):
         from maskscore_core.body.anny_model import get_body_model
 
         body = get_body_model()
@@ -92,7 +109,7 @@ class _Problem:
         self.steps = np.concatenate([np.full(actions, ACTION_STEP), np.full(3, TURN_STEP_RAD)])
         self.turn = np.arange(actions, actions + 3)
         x, y, w, h = window
-        pad = int(np.ceil(4 * max(settings.blurs_px)))  # how far the blur reads outside the window
+        pad = int(np.ceil(4 * max(blurs)))  # how far the blur reads outside the window
         x0, y0 = max(x - pad, 0), max(y - pad, 0)
         self.outer = (x0, y0, min(x + w + pad, self.size) - x0, min(y + h + pad, self.size) - y0)
         self.inner = (slice(y - y0, y - y0 + h), slice(x - x0, x - x0 + w))
@@ -120,7 +137,9 @@ class _Problem:
 
 
 def refine(image: np.ndarray, fit: lf.FitResult, look: BodyState, config: lf.FitConfig,
-           settings: PhotometricFit = PhotometricFit()) -> RefinedFit:  # fmt: skip
+           settings: PhotometricFit = PhotometricFit(), *, window: tuple[int, int, int, int] | None = None,
+           blurs: tuple[float, ...] | None = None, slopes: Slopes | None = None,
+           relinearise: bool = True) -> RefinedFit:  # fmt: skip
     """`fit` (a landmark fit of `image` with `config`) refined against the picture's pixels.
     look: the fitted state as the picture draws it (the fit with the subject's look, what it
     wears, its body pose, and its value of every action the landmarks do not fit:
@@ -133,25 +152,44 @@ def refine(image: np.ndarray, fit: lf.FitResult, look: BodyState, config: lf.Fit
     Jacobian is drawn by forward differences where a stage starts (again only where a
     parameter has moved by more than its step since: a blur is linear, so each stage blurs the
     same drawings), and updated after every step by Broyden's rank-one rule instead of drawn
-    again."""
-    problem = _Problem(image, look, config, face_window(fit.predicted_px, int(np.asarray(image).shape[0]), settings.margin), settings)
+    again.
+
+    For a clip's frames (`refine_clip`): window, the picture's rectangle compared (default:
+    around the fitted landmarks, `face_window`); blurs, the stages (default
+    `settings.blurs_px`); relinearise False, the slopes are drawn where the frame starts and
+    not again. slopes: forward differences drawn over the same window for an earlier frame;
+    without relinearise, the facial actions' are used as they are while this frame's actions
+    start within `settings.redraw_after_steps` steps of where they were drawn (the head's turn
+    moves every edge of the head: its are drawn again). They are kept up to date in place."""
+    size = int(np.asarray(image).shape[0])
+    blurs = blurs or settings.blurs_px
+    problem = _Problem(image, look, config, window or face_window(fit.predicted_px, size, settings.margin), blurs)
     anchor = theta = problem.parameters(look)
     (current,) = problem.drawings([theta])
     finest, basis = settings.blurs_px[-1], np.eye(theta.size)
     target = problem.blurred(problem.picture, finest)
     before = float(np.sqrt(np.mean((problem.blurred(current, finest) - target) ** 2)))
-    drawings, drawn_at, differences = 1, None, {}
-    for blur in settings.blurs_px:
+    slopes = slopes if slopes is not None else Slopes()
+    if not relinearise:
+        actions = np.setdiff1d(np.arange(theta.size), problem.turn)
+        near = slopes.at is not None and bool(np.all(np.abs(theta - slopes.at)[actions] <= settings.redraw_after_steps * problem.steps[actions]))
+        if near:
+            for i in problem.turn:
+                slopes.columns.pop(i, None)
+        else:
+            slopes.forget(theta)
+    drawings = 1
+    for blur in blurs:
         free = problem.turn if blur >= settings.turn_alone_px else np.arange(theta.size)
-        if drawn_at is None or np.any(np.abs(theta - drawn_at) > problem.steps):  # linearised too far away
-            differences, drawn_at = {}, theta
+        if relinearise and (slopes.at is None or np.any(np.abs(theta - slopes.at) > problem.steps)):  # linearised too far away
+            slopes.forget(theta)
         steps = np.where(theta + problem.steps <= problem.upper, problem.steps, -problem.steps)
-        new = [i for i in free if i not in differences]
+        new = [i for i in free if i not in slopes.columns]
         for i, m in zip(new, problem.drawings([theta + steps[i] * basis[i] for i in new])):
-            differences[i] = (m - current) / steps[i]
+            slopes.columns[i] = (m - current) / steps[i]
         drawings += len(new)
         observed = problem.blurred(problem.picture, blur)
-        jacobian = np.stack([problem.blurred(differences[i], blur) for i in free], axis=1)
+        jacobian = np.stack([problem.blurred(slopes.columns[i], blur) for i in free], axis=1)
         theta, current, made = _levenberg_marquardt(problem, blur, observed, jacobian, free, theta, current, anchor, settings)
         drawings += made
     after = float(np.sqrt(np.mean((problem.blurred(current, finest) - target) ** 2)))
@@ -161,6 +199,26 @@ def refine(image: np.ndarray, fit: lf.FitResult, look: BodyState, config: lf.Fit
     pose = np.array(fit.state.pose, dtype=np.float64, copy=True)
     pose[problem.chain] = drawn.pose[problem.chain]
     return RefinedFit(attrs.evolve(fit.state, expression=drawn.expression, pose=pose), before, after, True, drawings)
+
+
+def refine_clip(images, fits: list[lf.FitResult], looks: list[BodyState], config: lf.FitConfig,
+                settings: PhotometricFit = PhotometricFit()) -> list[RefinedFit]:  # fmt: skip
+    """Each frame of a clip refined as `refine` refines a picture, over one window around every
+    frame's face, from its own landmark fit through `settings.clip_blurs_px` with slopes drawn
+    once where it starts: the first frame's drawn there, each later frame's facial actions'
+    carried from the frames before (a face changes little from frame to frame, and drawing
+    them costs most of a picture's refinement). The turn needs no widest stages: a clip's
+    landmark fit reads it from rigid points (`pixels.PIXEL_CLIP_FIT`). Each frame is kept or
+    not on its own."""
+    images = [np.asarray(image) for image in images]
+    size = int(images[0].shape[0])
+    boxes = np.array([face_window(fit.predicted_px, size, settings.margin) for fit in fits])
+    x0, y0 = boxes[:, :2].min(axis=0)
+    x1, y1 = (boxes[:, :2] + boxes[:, 2:]).max(axis=0)
+    window = (int(x0), int(y0), int(x1 - x0), int(y1 - y0))
+    slopes = Slopes()
+    return [refine(image, fit, look, config, settings, window=window, blurs=settings.clip_blurs_px, slopes=slopes,
+                   relinearise=False) for image, fit, look in zip(images, fits, looks)]  # fmt: skip
 
 
 def _levenberg_marquardt(problem: _Problem, blur: float, observed: np.ndarray, jacobian: np.ndarray, free: np.ndarray,

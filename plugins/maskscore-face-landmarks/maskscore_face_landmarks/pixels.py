@@ -26,7 +26,7 @@ import numpy as np
 from maskscore_core.plugin.records import Appearance, BodyState
 from maskscore_core.trials import landmark_fit as lf
 
-from .photometric import PhotometricFit, refine
+from .photometric import PhotometricFit, refine, refine_clip
 from .silhouette import SilhouetteFit, fit_phenotype, outline_distance, outline_state
 
 DEFAULT_RESOLUTION = 448  # the face about 100 px wide (the detector refuses faces under 60 px)
@@ -282,8 +282,9 @@ def decode_sequence(frames, subject: BodyState, names, fps: float, fitter: Pixel
     """Body states of a clip's frames: each frame detected and fitted (warm-started from the
     previous frame's fit), then smoothed in time (`smooth_states`). With the fitter's
     `silhouette`, whom the clip shows is read once, from its first frame (`shown_subject`), and
-    every frame is fitted with that build. A frame without a usable face raises PixelFitError
-    naming it."""
+    every frame is fitted with that build. With its `photometric`, the frames' fits are refined
+    against their pixels before the smoothing (`photometric.refine_clip`), each kept where the
+    look explains its frame. A frame without a usable face raises PixelFitError naming it."""
     fitter = fitter or PixelFitter()
     frames, names = list(frames), list(names)
     if not frames:
@@ -293,7 +294,12 @@ def decode_sequence(frames, subject: BodyState, names, fps: float, fitter: Pixel
     if shown is not subject:
         first = fitter._fit_landmarks(frames[0], shown, names[0], None, None)
     warm = attrs.evolve(fitter.config, adam_steps=0)
-    states = [first.state]
+    fits = [first]
     for frame, name in zip(frames[1:], names[1:]):
-        states.append(fitter._fit_landmarks(frame, shown, name, states[-1], warm).state)
+        fits.append(fitter._fit_landmarks(frame, shown, name, fits[-1].state, warm))
+    states = [fit.state for fit in fits]
+    if fitter.photometric is not None:
+        looks = [drawn_as(fit.state, shown, fitter.config) for fit in fits]
+        pictures = [np.asarray(frame)[..., :3] for frame in frames]
+        states = [found.state for found in refine_clip(pictures, fits, looks, fitter.config, fitter.photometric)]
     return smooth_states(states, fps)

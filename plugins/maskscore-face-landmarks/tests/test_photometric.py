@@ -92,3 +92,24 @@ def test_the_window_is_the_fitted_face_with_its_margin():
     points = np.array([[100.0, 120.0], [200.0, 260.0]])
     assert face_window(points, SIZE, 0.1) == (90, 106, 120, 168)
     assert face_window(points, 220, 0.5) == (50, 50, 170, 170)
+
+
+def test_a_clip_is_read_frame_by_frame_with_the_slopes_carried(fitters):
+    """Three frames of the subject in its own look, the head turning and the jaw opening: every
+    frame's refinement is kept and reads the turn closer than its landmark fit; the frames after
+    the first draw only the turn's slopes and their steps (the actions' are carried), a small
+    part of the first frame's drawings."""
+    from maskscore_face_landmarks.photometric import refine_clip
+    from maskscore_face_landmarks.pixels import PIXEL_PICTURE_FIT, drawn_as
+
+    plain, _ = fitters
+    shown = [_turned(attrs.evolve(face_state(jawOpen=jaw), appearance=LOOK, accessories=("glasses_round",)), pitch, 0.02)
+             for jaw, pitch in ((0.1, 0.02), (0.2, 0.035), (0.3, 0.05))]  # fmt: skip
+    images = [picture(state, SIZE) for state in shown]
+    fits = [plain.fit(image, SUBJECT, f"frame {k}") for k, image in enumerate(images)]
+    looks = [drawn_as(fit.state, SUBJECT, PIXEL_PICTURE_FIT) for fit in fits]
+    found = refine_clip(images, fits, looks, PIXEL_PICTURE_FIT)
+    for fit, refined, truth in zip(fits, found, shown):
+        turn, _ = _errors(refined, truth)
+        assert refined.kept and turn < 0.003 and turn < _errors(fit, truth)[0]
+    assert all(refined.drawings < found[0].drawings / 3 for refined in found[1:]), [r.drawings for r in found]

@@ -148,10 +148,11 @@ def _rgb(image, what: str) -> np.ndarray:
 
 @functools.cache
 def _fitter():
+    from maskscore_face_landmarks.photometric import PhotometricFit
     from maskscore_face_landmarks.pixels import PIXEL_CLIP_FIT, PixelFitter
     from maskscore_face_landmarks.silhouette import SilhouetteFit
 
-    return PixelFitter(config=PIXEL_CLIP_FIT, silhouette=SilhouetteFit())
+    return PixelFitter(config=PIXEL_CLIP_FIT, silhouette=SilhouetteFit(), photometric=PhotometricFit())
 
 
 def draw_clip(states, fps: float, resolution: int, source: str) -> PixelClip:
