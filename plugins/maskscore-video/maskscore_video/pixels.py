@@ -3,7 +3,8 @@ rate), decoded frame by frame through the face-landmark detector and the landmar
 
 A body-state clip (a folder with `frames.json`) decodes exactly; a pixel clip is what a video
 editor outputs. Each frame is read by `maskscore_face_landmarks.pixels` (detected, fitted relative
-to a neutral picture of frame A's subject, warm-started from the previous frame), and the fitted
+to a neutral picture of frame A's subject, warm-started from the previous frame, then refined
+against its pixels where frame A's look explains them: `photometric.refine_clip`), and the fitted
 facial actions and head rotation are smoothed in time with Gaussian weights of 40 ms
 (`pixels.smooth_states`). The frames must come from the one camera of pictures
 (`maskscore_face_landmarks.pixels.pixel_view`, the same for every subject: `draw_clip` draws body
