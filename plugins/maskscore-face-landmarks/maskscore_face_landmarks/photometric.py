@@ -159,8 +159,9 @@ def refine(image: np.ndarray, fit: lf.FitResult, look: BodyState, config: lf.Fit
     `settings.blurs_px`); relinearise False, the slopes are drawn where the frame starts and
     not again. slopes: forward differences drawn over the same window for an earlier frame;
     without relinearise, the facial actions' are used as they are while this frame's actions
-    start within `settings.redraw_after_steps` steps of where they were drawn (the head's turn
-    moves every edge of the head: its are drawn again). They are kept up to date in place."""
+    start within `settings.redraw_after_steps` steps of where they were drawn, and the head
+    turn's are drawn again (a turn moves every edge of the head). They are kept up to date in
+    place."""
     size = int(np.asarray(image).shape[0])
     blurs = blurs or settings.blurs_px
     problem = _Problem(image, look, config, window or face_window(fit.predicted_px, size, settings.margin), blurs)

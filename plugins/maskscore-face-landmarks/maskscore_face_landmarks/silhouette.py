@@ -29,8 +29,8 @@ is the mean distance (pseudo-Huber, in picture widths) between the two outlines,
 an L2 pull towards the subject's phenotype; each round renders and linearises again where the
 last one ended, until a round barely moves the phenotype. A round whose step made the cost worse
 (the outline moves to first order only, and a large step outruns that) is taken back and halved:
-unchecked, the rounds ran away from an outline the shown person's own build explains. The fit uses the body's outline alone
-(the subject's accessories are not the other person's).
+unchecked, the rounds ran away from an outline the shown person's own build explains. The fit
+uses the body's outline alone (the subject's accessories are not the other person's).
 """
 
 from __future__ import annotations
