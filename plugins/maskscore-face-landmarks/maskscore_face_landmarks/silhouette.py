@@ -222,7 +222,7 @@ def fit_phenotype(person: np.ndarray, state: BodyState, config: SilhouetteFit = 
     anchor = np.array([float(state.phenotype.get(n, 0.5)) for n in names])
     values, best, best_cost = anchor.copy(), anchor.copy(), np.inf
 
-    for _ in range(config.rounds):
+    for round_ in range(config.rounds):
         pixels, slope = _outline_pixels(_with_phenotype(state, names, values), resolution, names, config.step)
         cost = _linearised_cost(pixels, slope, values, anchor, distance, targets, resolution, config)
         here = cost(values)[0]  # exact: the outline was rendered at `values`
@@ -233,6 +233,8 @@ def fit_phenotype(person: np.ndarray, state: BodyState, config: SilhouetteFit = 
                 break
             continue
         best, best_cost = values.copy(), here
+        if round_ == config.rounds - 1:  # no round left to render and measure another step
+            break
         found = minimize(cost, values, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(names),
                          options={"maxiter": config.lbfgs_steps, "ftol": lf.LBFGS_FTOL, "gtol": lf.LBFGS_GTOL})  # fmt: skip
         step = np.clip(found.x, 0.0, 1.0) - values
