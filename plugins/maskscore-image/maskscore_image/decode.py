@@ -9,8 +9,11 @@ neutral picture of the instance's subject (frame A's phenotype and look), and th
 (phenotype) is then read from the person's outline (`maskscore_face_landmarks.silhouette`): a
 picture of someone else decodes to someone else. Last, the fit is refined against the picture's
 pixels where the subject's look explains them (`maskscore_face_landmarks.photometric`). The
-fitted state's reference mesh is what the metric compares. A frame without a usable face raises `PixelFitError`
-naming the frame: never a made-up fit.
+fitted state's reference mesh is what the metric compares, with the look the picture shows: the
+subject's where it draws the picture as well as the look read from the pixels on the fitted body
+does, else the look read (`maskscore_face_landmarks.look`), so that a picture of someone else in
+another light is not taken for the subject because the two share an outline. A frame without a
+usable face raises `PixelFitError` naming the frame: never a made-up fit.
 """
 
 from __future__ import annotations
@@ -51,10 +54,27 @@ def fit_frames(frames, instance, names=None, subject=None):
     return [fitter().fit(as_rgb(frame, name), subject, name) for frame, name in zip(frames, names)]
 
 
+def shown_look(frame, fit, subject, where: str):
+    """The look `frame` shows (module docstring, `maskscore_face_landmarks.look.shown_look`)."""
+    from maskscore_face_landmarks import look
+    from maskscore_face_landmarks.pixels import PixelFitError
+
+    try:
+        return look.shown_look(as_rgb(frame, where), fit.state, subject.appearance)
+    except look.LookReadError as exc:
+        raise PixelFitError(f"{where}: {exc}") from None
+
+
 def decode_frames(frames, instance, ctx=None, names=None, subject=None) -> list[Decoded]:
-    """The reference mesh each frame shows (module docstring; subject as `fit_frames`)."""
+    """The reference mesh each frame shows, with its look (module docstring; subject as
+    `fit_frames`)."""
     from maskscore_core.body.reference_mesh import get_reference_mesh
 
+    subject = subject if subject is not None else instance.a.state
+    names = list(names) if names is not None else [f"frame {i}" for i in range(len(frames))]
     fits = fit_frames(frames, instance, names, subject)
     reference = get_reference_mesh()
-    return [Decoded(vertices=reference.vertices([fit.state])[0]) for fit in fits]
+    return [
+        Decoded(vertices=reference.vertices([fit.state])[0], appearance=shown_look(frame, fit, subject, name))
+        for frame, fit, name in zip(frames, fits, names)
+    ]

@@ -54,6 +54,7 @@ def test_decode_recovers_the_jaw_from_pixels(ctx):
     assert np.delete(fit.state.expression, jaw).max() < 0.25
     decoded = plugins.call("decode_to_mesh", MODALITY, asset=read, instance=instance, ctx=ctx)
     assert decoded.vertices.shape[1] == 3 and np.isfinite(decoded.vertices).all()
+    assert decoded.appearance is None  # drawn in the look expected of the subject (none: the default)
     again = plugins.call("decode_to_mesh", MODALITY, asset=read, instance=instance, ctx=ctx)
     np.testing.assert_array_equal(again.vertices, decoded.vertices)  # deterministic: no random start
 
