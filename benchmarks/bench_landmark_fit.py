@@ -22,6 +22,8 @@ the camera centre (mm), and the largest action the case did not set ("spill").
                                    # subject decodes to, read as an edit of another (landmarks alone, outline)
     .venv/bin/python benchmarks/bench_landmark_fit.py --same-build --trial-seeds 0,1,2,3  # how the outline test
                                    # tells a subject's own pictures from others' (and the image ladders')
+    .venv/bin/python benchmarks/bench_landmark_fit.py --looks --ladder-seeds 0/0,0/1  # which look each picture
+                                   # of the image ladders decodes with, and how well the read look draws it
 """
 
 from __future__ import annotations
@@ -431,6 +433,58 @@ def same_build(trial_seeds: list[int], ladder_seeds: list[tuple[int, int]], size
     return lines
 
 
+def looks(ladder_seeds: list[tuple[int, int]], size: int = 448) -> list[str]:
+    """Which look each picture of the image ladders decodes with (`maskscore_image.decode`,
+    `maskscore_face_landmarks.look.shown_look`). For frame B and rungs 1-5 of the first five image
+    instances of each (trials seed, instance seed) of `ladder_seeds`, read as the scorer reads
+    them: margin, how much farther the look it was expected in (frame A's; frame B's own for frame
+    B) draws the picture than the look read from it, on the body decoded from it (the expected
+    look stands while the margin is at most `look.SAME_LOOK`); error, how much farther the read
+    look draws the picture than its true look, on the body that drew it. Per group (pictures
+    drawn in the expected look, and in another): the largest and smallest margin, the largest
+    error, and how many take the expected look."""
+    import tempfile
+
+    from maskscore_core.edits.instances import make_instances
+    from maskscore_core.edits.ladder import build_ladder
+    from maskscore_core.plugin.records import Appearance
+    from maskscore_core.trials.anny_source import AnnySourceConfig, generate_trials
+    from maskscore_face_landmarks import look
+    from maskscore_face_landmarks.pixels import picture
+    from maskscore_image.decode import fit_frames
+
+    found = {True: [], False: []}  # drawn in the expected look? -> (margin, error, label)
+    for trials_seed, seed in ladder_seeds:
+        trials = generate_trials(AnnySourceConfig(seed=trials_seed, subjects=3, trials_per_subject=2, fps=25.0),
+                                 tempfile.mkdtemp(prefix="looks-"))  # fmt: skip
+        for number, instance in enumerate(make_instances(trials, "image", np.random.default_rng(seed), 5), start=1):
+            a, b = instance.a.state, instance.b.state
+            drawn = [("frame B", b, attrs.evolve(a, appearance=b.appearance, accessories=b.accessories))]
+            drawn += [(f"rung {t.rung}", t.state, a) for t in build_ladder(instance)]
+            for name, state, subject in drawn:
+                label = f"{trials_seed}/{seed} #{number} ({instance.instruction.part}) {name}"
+                pixels = picture(state, size)
+                (fit,) = fit_frames([pixels], instance, [label], subject=subject)
+                reading = look.LookReading(pixels, fit.state)
+                read = reading.read()
+                margin = reading.distance(subject.appearance or Appearance()) - reading.distance(read)
+                truth = look.LookReading(pixels, state)
+                error = truth.distance(read) - truth.distance(state.appearance or Appearance())
+                found[state.appearance == subject.appearance].append((margin, error, label))
+                print(f"  {label}: margin {margin:.4f}, read look's error {error:.4f}", flush=True)
+    lines = [f"| pictures | count | margin: largest | margin: smallest | read look's error: largest | expected look taken"
+             f" (SAME_LOOK {look.SAME_LOOK}) |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for same, rows in found.items():
+        if rows:
+            margins = sorted(rows)
+            kept = sum(m <= look.SAME_LOOK for m, _, _ in rows)
+            lines.append(f"| {'in the expected look' if same else 'in another look'} | {len(rows)} | {margins[-1][0]:.4f}"
+                         f" ({margins[-1][2]}) | {margins[0][0]:.4f} ({margins[0][2]}) | {max(e for _, e, _ in rows):.4f} |"
+                         f" {kept} of {len(rows)} |")  # fmt: skip
+    print("\n".join(lines), flush=True)
+    return lines
+
+
 TURNS = ((0.05, 0.0, 0.0), (0.0, 0.08, 0.0), (0.0, 0.0, 0.05), (-0.1, 0.05, 0.03))  # pitch, yaw, roll (rad)
 
 
@@ -604,12 +658,17 @@ def main() -> int:
                         " decodes to when read as an edit of each other subject of --trial-seeds")  # fmt: skip
     parser.add_argument("--same-build", action="store_true", help="instead, how the outline test tells the subject's own"
                         " pictures from others' (--trial-seeds' subjects, and the image ladders of --ladder-seeds)")  # fmt: skip
-    parser.add_argument("--ladder-seeds", default="0/0,0/1,1/0,2/0,3/0", help="with --same-build: trials/instance seed"
+    parser.add_argument("--looks", action="store_true", help="instead, which look each picture of the image ladders of"
+                        " --ladder-seeds decodes with, and how well the look read from its pixels draws it")  # fmt: skip
+    parser.add_argument("--ladder-seeds", default="0/0,0/1,1/0,2/0,3/0", help="with --same-build or --looks: trials/instance seed"
                         " pairs of image ladders, comma-separated")  # fmt: skip
     args = parser.parse_args()
     if args.same_build:
         pairs = [tuple(int(v) for v in pair.split("/")) for pair in args.ladder_seeds.split(",") if pair]
         same_build([int(x) for x in args.trial_seeds.split(",")], pairs, args.size)
+        return 0
+    if args.looks:
+        looks([tuple(int(v) for v in pair.split("/")) for pair in args.ladder_seeds.split(",") if pair], args.size)
         return 0
     if args.turns:
         turns([int(x) for x in args.trial_seeds.split(",")], args.size)

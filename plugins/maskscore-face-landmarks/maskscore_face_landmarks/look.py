@@ -3,15 +3,14 @@
 Why: a mesh read from a picture is compared with its references by its shape and, where every
 side carries one, by its look (render-compare's `appearance_l1`). A picture of someone else in
 another light and before another backdrop is then not mistaken for the subject because the two
-happen to share an outline. Where the photometric refinement's drawing in the subject's look
-explains the picture (`photometric.RefinedFit.kept`), that look is the picture's; otherwise it is
-read here.
+happen to share an outline. The look the picture was expected in stands where it draws the
+picture as well as the look read here does (`shown_look`).
 
 The model is the one pictures are drawn with (`maskscore_core.metric.appearance`): every covered
 pixel is albedo x (ambient + intensity x max(0, n . l)), the albedo the skin's for skin, the skin
 times a fixed tint for lips and brows, and a fixed colour for the eyes and the inside of the
 mouth (which fix the light's scale: skin alone says only albedo times light); every other pixel
-is the backdrop. `read_look` renders the decoded body from the picture's camera and fits skin,
+is the backdrop. `LookReading` renders the decoded body from the picture's camera and fits skin,
 light (direction, intensity, ambient) and backdrop to the pixels by robust least squares, from
 the best of a grid of light directions. Pixels at a region's edge, where a decoded outline a
 pixel off would show another region, are left out.
