@@ -89,7 +89,8 @@ def _start(colour, normals, tint, fixed):
     skin pixels' colour is a + b max(0, n . l) per channel, linear in (a, b) = skin x (ambient,
     intensity); the light's scale from the fixed-colour pixels where there are any."""
     skin = (fixed.max(axis=1) == 0.0) & (tint.min(axis=1) == 1.0)
-    cosines = np.maximum(0.0, normals[skin] @ _directions().T)  # (P, D)
+    directions = _directions()
+    cosines = np.maximum(0.0, normals[skin] @ directions.T)  # (P, D)
     best = None
     for d in range(cosines.shape[1]):
         design = np.stack([np.ones(len(cosines)), cosines[:, d]], axis=1)
@@ -99,7 +100,7 @@ def _start(colour, normals, tint, fixed):
         if best is None or cost < best[0]:
             best = (cost, d, coef)
     _cost, d, (a, b) = best
-    direction = _directions()[d]
+    direction = directions[d]
     shading = np.maximum(0.0, normals @ direction)
     ratio = float(np.sum(b) / np.sum(a))  # intensity / ambient
     scale = 1.0 / (1.0 + ratio)  # ambient when ambient + intensity = 1
@@ -154,8 +155,8 @@ class LookReading:
         for region in np.unique(self.regions[coverage]):
             inner |= _interior(self.regions == region)
         self.inner = inner & np.all(self.colours < CLIPPED, axis=-1)
-        tint, fixed = _regions_albedo()
-        skin = (fixed.max(axis=1) == 0.0) & (tint.min(axis=1) == 1.0)
+        self.tint, self.fixed = _regions_albedo()
+        skin = (self.fixed.max(axis=1) == 0.0) & (self.tint.min(axis=1) == 1.0)
         if skin[self.regions[self.inner]].sum() < 100:
             raise LookReadError("the picture shows fewer than 100 px of skin; the look needs more")
 
@@ -164,10 +165,9 @@ class LookReading:
         (module docstring). Deterministic."""
         background = np.median(self.colours[self.backdrop], axis=0)
         pixels = np.flatnonzero(self.inner)[:: max(1, int(np.ceil(self.inner.sum() / MAX_PIXELS)))]
-        tint, fixed = _regions_albedo()
         which = self.regions.ravel()[pixels]
         normals = np.asarray(self.render.normals[0], dtype=np.float64).reshape(-1, 3)[pixels]
-        x = _fit_light(self.colours.reshape(-1, 3)[pixels], normals, tint[which], fixed[which])
+        x = _fit_light(self.colours.reshape(-1, 3)[pixels], normals, self.tint[which], self.fixed[which])
         light = Light(_rounded(_unit(x[5:])), round(float(x[4]), DECIMALS), round(float(x[3]), DECIMALS))
         return Appearance(skin=_rounded(x[:3]), light=light, background=_rounded(background))
 

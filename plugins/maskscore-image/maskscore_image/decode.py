@@ -54,13 +54,15 @@ def fit_frames(frames, instance, names=None, subject=None):
     return [fitter().fit(as_rgb(frame, name), subject, name) for frame, name in zip(frames, names)]
 
 
-def shown_look(frame, fit, subject, where: str):
-    """The look `frame` shows (module docstring, `maskscore_face_landmarks.look.shown_look`)."""
+def shown_look(frame, fitted, subject, where: str):
+    """The look `frame` shows, `fitted` the state read from it (module docstring,
+    `maskscore_face_landmarks.look.shown_look`); a frame whose look cannot be read raises
+    PixelFitError naming it (`where`)."""
     from maskscore_face_landmarks import look
     from maskscore_face_landmarks.pixels import PixelFitError
 
     try:
-        return look.shown_look(as_rgb(frame, where), fit.state, subject.appearance)
+        return look.shown_look(as_rgb(frame, where), fitted, subject.appearance)
     except look.LookReadError as exc:
         raise PixelFitError(f"{where}: {exc}") from None
 
@@ -75,6 +77,6 @@ def decode_frames(frames, instance, ctx=None, names=None, subject=None) -> list[
     fits = fit_frames(frames, instance, names, subject)
     reference = get_reference_mesh()
     return [
-        Decoded(vertices=reference.vertices([fit.state])[0], appearance=shown_look(frame, fit, subject, name))
+        Decoded(vertices=reference.vertices([fit.state])[0], appearance=shown_look(frame, fit.state, subject, name))
         for frame, fit, name in zip(frames, fits, names)
     ]

@@ -4,6 +4,7 @@ unreadable or empty files), and the frame-pair ladder through rendered pixels.""
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import pytest
 
@@ -57,6 +58,27 @@ def test_decode_recovers_the_jaw_from_pixels(ctx):
     assert decoded.appearance is None  # drawn in the look expected of the subject (none: the default)
     again = plugins.call("decode_to_mesh", MODALITY, asset=read, instance=instance, ctx=ctx)
     np.testing.assert_array_equal(again.vertices, decoded.vertices)  # deterministic: no random start
+
+
+def test_a_picture_in_another_look_decodes_with_the_look_it_shows():
+    """`decode.shown_look`, which gives each decoded picture its look: a picture drawn in another
+    skin, light and backdrop than the subject's (default) look carries the look read from it;
+    drawn in the look expected, it carries that look; a picture too small to read is refused
+    with one line naming the frame."""
+    from maskscore_core.plugin.records import Appearance, Light
+    from maskscore_face_landmarks.pixels import PixelFitError, picture
+    from maskscore_image.decode import shown_look
+
+    other = Appearance(skin=(0.4, 0.28, 0.2), light=Light((-0.5, 0.4, 0.8), 0.9, 0.2), background=(0.7, 0.5, 0.2))
+    state = attrs.evolve(face_state(jawOpen=0.5), appearance=other)
+    pixels = picture(state, 448)
+    found = shown_look(pixels, state, face_state(), "frame X")
+    assert found is not None and found != Appearance()
+    np.testing.assert_allclose(found.skin, other.skin, atol=0.02)
+    np.testing.assert_allclose(found.background, other.background, atol=0.01)
+    assert shown_look(pixels, state, state, "frame X") == other
+    with pytest.raises(PixelFitError, match="^frame X: the picture shows"):
+        shown_look(picture(state, 16), state, face_state(), "frame X")
 
 
 def test_a_wider_open_mouth_reads_wider_open():
